@@ -1,0 +1,1 @@
+"""Job performance models: loss curves, quality curves, throughput and speedup."""

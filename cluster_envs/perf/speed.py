@@ -1,0 +1,73 @@
+"""The throughput interface the simulator uses, and its simplest implementations.
+
+A :class:`SpeedModel` maps the *shape* of a placement (GPUs used on each node) plus the
+hardware it runs on to training iterations per second. Concrete models:
+
+* :class:`cluster_envs.perf.throughput.PolluxThroughput` -- the all-reduce model fitted to
+  the real Pollux measurements (placement-aware),
+* :class:`cluster_envs.perf.throughput.OptimusPSThroughput` -- the parameter-server model,
+* :class:`SpeedupThroughput` -- a single-GPU rate times a speedup curve ``S(n)`` (Amdahl,
+  Downey, power law or tabulated), for HPC and generic moldable jobs.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol, runtime_checkable
+
+#: Default slowdown of a placement-agnostic job's sync when it spans several nodes.
+DEFAULT_CROSS_NODE_PENALTY = 0.0
+
+
+@runtime_checkable
+class SpeedModel(Protocol):
+    """Anything that turns a placement shape into iterations per second."""
+
+    def throughput(
+        self,
+        gpus_per_node: tuple[int, ...],
+        compute_speed: float = 1.0,
+        network_speed: float = 1.0,
+    ) -> float:
+        """Iterations per second.
+
+        Args:
+            gpus_per_node: GPUs used on each node the job spans (order irrelevant).
+            compute_speed: Speed of the slowest GPU type used, relative to a T4.
+            network_speed: Inter-node bandwidth relative to the 50 Gbit/s reference.
+        """
+        ...
+
+
+@runtime_checkable
+class Speedup(Protocol):
+    """A speedup curve ``S(n)`` with ``S(1) == 1``."""
+
+    def speedup(self, n: int) -> float: ...
+
+
+@dataclass(frozen=True)
+class SpeedupThroughput:
+    """``rate_1 * S(n)``, optionally slowed when the job spans nodes.
+
+    Attributes:
+        rate_1: Iterations per second on one reference GPU.
+        curve: The speedup curve.
+        cross_node_penalty: Fractional slowdown per extra node spanned, divided by the
+            network speed (0 = placement-agnostic, as HPC logs record no placement).
+    """
+
+    rate_1: float
+    curve: Speedup
+    cross_node_penalty: float = DEFAULT_CROSS_NODE_PENALTY
+
+    def throughput(
+        self,
+        gpus_per_node: tuple[int, ...],
+        compute_speed: float = 1.0,
+        network_speed: float = 1.0,
+    ) -> float:
+        n = sum(gpus_per_node)
+        extra_nodes = max(len(gpus_per_node) - 1, 0)
+        slowdown = 1.0 + self.cross_node_penalty * extra_nodes / network_speed
+        return self.rate_1 * compute_speed * self.curve.speedup(n) / slowdown

@@ -1,0 +1,1 @@
+"""Workloads: synthetic generators and trace loaders."""
