@@ -71,3 +71,15 @@ class SpeedupThroughput:
         extra_nodes = max(len(gpus_per_node) - 1, 0)
         slowdown = 1.0 + self.cross_node_penalty * extra_nodes / network_speed
         return self.rate_1 * compute_speed * self.curve.speedup(n) / slowdown
+
+
+def packed_shape(num_gpus: int, gpus_per_node: int) -> tuple[int, ...]:
+    """The most consolidated shape of ``num_gpus`` on nodes of ``gpus_per_node`` GPUs.
+
+    >>> packed_shape(10, 4)
+    (4, 4, 2)
+    """
+    if num_gpus < 1 or gpus_per_node < 1:
+        raise ValueError(f"packed_shape needs positive counts, got {num_gpus}, {gpus_per_node}")
+    full, rest = divmod(num_gpus, gpus_per_node)
+    return (gpus_per_node,) * full + ((rest,) if rest else ())
