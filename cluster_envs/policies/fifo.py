@@ -1,0 +1,48 @@
+"""First-in-first-out scheduling at the requested GPU count."""
+
+from __future__ import annotations
+
+from cluster_envs.policies.base import PlacementPolicy
+from cluster_envs.policies.placement import ConsolidatedPlacement
+from cluster_envs.sim.view import ClusterView
+from cluster_envs.types import NO_DECISION, Allocate, Decision
+
+
+class FifoScheduler:
+    """Start queued jobs in submission order at their requested size.
+
+    Args:
+        placement: Where to put each job (default: consolidated first-fit).
+        strict: If True (classic FIFO), stop at the first job that does not fit
+            (head-of-line blocking); if False, skip it and try the next (greedy backfill
+            without reservations).
+    """
+
+    def __init__(self, placement: PlacementPolicy | None = None, strict: bool = True) -> None:
+        self.placement = placement or ConsolidatedPlacement("first-fit")
+        self.strict = strict
+        self.name = "fifo" if strict else "fifo-skip"
+
+    def reset(self, seed: int | None = None) -> None:
+        """FIFO keeps no state."""
+
+    def decide(self, view: ClusterView) -> Decision:
+        if not view.queued_ids or not view.free_gpus.any():
+            return NO_DECISION
+        free = view.free_gpus.copy()
+        actions = []
+        for job_id in view.queued_ids:
+            job = view.job(job_id)
+            placement = None
+            if job.num_gpus <= free.sum():
+                placement = self.placement.place(view, job, job.num_gpus, free)
+            if placement is None:
+                if self.strict:
+                    break
+                continue
+            for node, gpus in placement:
+                free[node] -= gpus
+            actions.append(Allocate(job_id, placement))
+            if not free.any():
+                break
+        return Decision(tuple(actions))

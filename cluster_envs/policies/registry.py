@@ -1,0 +1,57 @@
+"""One registry of policy names, shared by ``simulate``, the CLI and the benchmarks.
+
+Entries are factories or ``"module:attr"`` strings resolved on first use, so the core
+never imports the layers above it (``baselines/``, ``agents/``) until a user asks for one
+of their policies. Unknown names get the closest valid name in the error.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+from typing import Any
+
+from cluster_envs.config import suggest
+from cluster_envs.errors import ConfigError
+from cluster_envs.policies.base import SchedulingPolicy
+
+Factory = Callable[..., SchedulingPolicy]
+
+POLICIES: dict[str, Factory | str] = {
+    "fifo": "cluster_envs.policies.fifo:FifoScheduler",
+    "fifo-skip": "cluster_envs.policies.defaults:fifo_skip",
+    "fifo-spread": "cluster_envs.policies.defaults:fifo_spread",
+    "fifo-best-fit": "cluster_envs.policies.defaults:fifo_best_fit",
+}
+
+
+def register_policy(name: str, factory: Factory | str, *, overwrite: bool = False) -> None:
+    """Add a policy under ``name`` (a factory or a ``"module:attr"`` string)."""
+    if name in POLICIES and not overwrite and POLICIES[name] != factory:
+        raise ConfigError(f"policy {name!r} is already registered")
+    POLICIES[name] = factory
+
+
+def _resolve(entry: Factory | str) -> Factory:
+    if not isinstance(entry, str):
+        return entry
+    module, _, attr = entry.partition(":")
+    return getattr(importlib.import_module(module), attr)
+
+
+def make_policy(name: str | SchedulingPolicy, **kwargs: Any) -> SchedulingPolicy:
+    """Build a policy by registered name (or pass a policy object through)."""
+    if not isinstance(name, str):
+        if not isinstance(name, SchedulingPolicy):
+            raise ConfigError(f"{name!r} is neither a policy name nor a SchedulingPolicy")
+        return name
+    if name not in POLICIES:
+        raise ConfigError(
+            f"unknown policy {name!r}{suggest(name, POLICIES)}; known: {', '.join(sorted(POLICIES))}"
+        )
+    return _resolve(POLICIES[name])(**kwargs)
+
+
+def policy_names() -> list[str]:
+    """Every registered policy name, sorted."""
+    return sorted(POLICIES)

@@ -1,0 +1,113 @@
+"""Validation and application of a :class:`Decision` to the simulator.
+
+A decision is checked action by action against a scratch copy of the free-GPU vector;
+only if every action is feasible is anything changed, so a rejected decision leaves the
+simulator exactly as it was. Errors name the job and the reason.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from cluster_envs.errors import InfeasibleDecisionError
+from cluster_envs.types import Allocate, Decision, JobKind, JobState, Placement, Preempt
+
+if TYPE_CHECKING:
+    from cluster_envs.sim.engine import Simulator
+
+
+def _fail(job_id: int, reason: str) -> InfeasibleDecisionError:
+    return InfeasibleDecisionError(f"job {job_id}: {reason}")
+
+
+def _check_job(sim: Simulator, job_id: object) -> int:
+    if not isinstance(job_id, int | np.integer) or not 0 <= int(job_id) < len(sim.jobs):
+        raise InfeasibleDecisionError(f"unknown job {job_id!r} (workload has {len(sim.jobs)} jobs)")
+    j = int(job_id)
+    state = JobState(int(sim.state[j]))
+    if state is JobState.PENDING:
+        raise _fail(j, f"not submitted yet (submits at {sim.jobs[j].submit_time_s:.1f}s)")
+    if state is JobState.FINISHED:
+        raise _fail(j, "already finished")
+    return j
+
+
+def _check_placement(sim: Simulator, j: int, placement: Placement, free: np.ndarray) -> None:
+    num_nodes = len(free)
+    seen: set[int] = set()
+    total = 0
+    for pair in placement:
+        if len(pair) != 2:
+            raise _fail(j, f"placement entry {pair!r} is not (node, gpus)")
+        node, gpus = pair
+        if not isinstance(node, int | np.integer) or not 0 <= node < num_nodes:
+            raise _fail(j, f"unknown node {node!r} (cluster has {num_nodes} nodes)")
+        if node in seen:
+            raise _fail(j, f"node {node} appears twice in the placement")
+        seen.add(int(node))
+        if not isinstance(gpus, int | np.integer) or gpus < 1:
+            raise _fail(j, f"GPU count {gpus!r} on node {node} must be a positive integer")
+        if gpus > free[node]:
+            raise _fail(j, f"node {node} has {int(free[node])} free GPUs, placement asks {gpus}")
+        total += int(gpus)
+    spec = sim.jobs[j]
+    if not spec.min_gpus <= total <= spec.max_gpus:
+        allowed = (
+            f"exactly {spec.num_gpus}"
+            if spec.kind is JobKind.RIGID
+            else f"{spec.min_gpus}..{spec.max_gpus}"
+        )
+        raise _fail(j, f"{spec.kind.value} job given {total} GPUs; allowed {allowed}")
+
+
+def _validate(sim: Simulator, decision: Decision) -> None:
+    free = sim.inventory.free.copy()
+    held = {j: sim.placement[j] for j in sim.active}
+    touched: set[int] = set()
+    for action in decision.actions:
+        j = _check_job(sim, action.job_id)
+        if j in touched:
+            raise _fail(j, "appears in more than one action of the same decision")
+        touched.add(j)
+        if isinstance(action, Preempt) or (isinstance(action, Allocate) and not action.placement):
+            if j not in held:
+                raise _fail(j, "cannot preempt a job that is not running")
+            for node, gpus in held.pop(j):
+                free[node] += gpus
+            continue
+        if not isinstance(action, Allocate):
+            raise InfeasibleDecisionError(f"unknown action {action!r}")
+        if j in held:
+            if sim.jobs[j].kind is not JobKind.MALLEABLE:
+                if tuple(sorted(action.placement)) == held[j]:
+                    continue  # re-stating the current placement is a no-op
+                raise _fail(j, f"{sim.jobs[j].kind.value} job is running and cannot be resized")
+            for node, gpus in held.pop(j):
+                free[node] += gpus
+        _check_placement(sim, j, action.placement, free)
+        for node, gpus in action.placement:
+            free[node] -= gpus
+
+
+def apply_decision(sim: Simulator, decision: Decision) -> None:
+    """Validate the whole decision, then carry it out in order."""
+    _validate(sim, decision)
+    cfg = sim.config
+    for action in decision.actions:
+        j = int(action.job_id)
+        if isinstance(action, Preempt) or not action.placement:
+            sim._stop(j)
+            continue
+        placement = tuple(sorted((int(n), int(g)) for n, g in action.placement))
+        if j in sim.active:
+            if placement == sim.placement[j]:
+                continue
+            sim._set_rate(j, 0.0)
+            sim._release(j)
+            sim.num_restarts[j] += 1
+            sim._start(j, placement, cfg.rescale_cost_s)
+        else:
+            cost = cfg.restart_cost_s if sim.num_restarts[j] > 0 else 0.0
+            sim._start(j, placement, cost)

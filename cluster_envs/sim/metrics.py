@@ -1,0 +1,160 @@
+"""Episode metrics (DESIGN.md section 2), with the lower bound on average JCT.
+
+Metric names carry units and are the contract every env, runner and benchmark reports:
+``avg_jct_s``, ``p50_jct_s``, ``p95_jct_s``, ``p99_jct_s``, ``makespan_s``,
+``avg_queue_s``, ``bounded_slowdown``, ``gpu_utilization``, ``lower_bound_avg_jct_s``,
+``jct_ratio_to_lower_bound``, ``num_finished``, ``num_unfinished``.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from cluster_envs.perf.speed import packed_shape
+
+if TYPE_CHECKING:
+    from cluster_envs.config import ClusterConfig
+    from cluster_envs.sim.engine import Simulator
+    from cluster_envs.types import JobSpec
+
+#: Bounded slowdown treats runs shorter than this as this long (Feitelson's tau).
+BOUNDED_SLOWDOWN_TAU_S = 10.0
+
+
+class EpisodeRecord:
+    """Accumulates GPU-busy time and, optionally, a timeline of the cluster state.
+
+    The timeline has one row per instant at which the state changed:
+    ``(time_s, num_queued, num_running, busy_gpus)``.
+    """
+
+    def __init__(self, keep_timeline: bool) -> None:
+        self.keep_timeline = keep_timeline
+        self.busy_gpu_s = 0.0
+        self.queued_job_s = 0.0
+        self.times: list[float] = []
+        self.queued: list[int] = []
+        self.running: list[int] = []
+        self.busy: list[int] = []
+
+    def account(self, t0: float, t1: float, sim: Simulator) -> None:
+        """The state held from ``t0`` to ``t1``: add its busy GPU-seconds, log it."""
+        busy = sim.inventory.num_gpus - sim.inventory.num_free
+        self.busy_gpu_s += busy * (t1 - t0)
+        self.queued_job_s += len(sim.queue) * (t1 - t0)
+        if self.keep_timeline:
+            self.sample(sim, t0)
+
+    def sample(self, sim: Simulator, time_s: float | None = None) -> None:
+        """Log the current state at ``time_s`` (default: now), replacing a same-time row."""
+        if not self.keep_timeline:
+            return
+        t = sim.now_s if time_s is None else time_s
+        busy = sim.inventory.num_gpus - sim.inventory.num_free
+        row = (len(sim.queue), len(sim.active), busy)
+        if self.times and self.times[-1] == t:
+            self.queued[-1], self.running[-1], self.busy[-1] = row
+            return
+        self.times.append(t)
+        self.queued.append(row[0])
+        self.running.append(row[1])
+        self.busy.append(row[2])
+
+    def timeline(self) -> dict[str, np.ndarray]:
+        """The timeline as arrays keyed ``time_s, num_queued, num_running, busy_gpus``."""
+        return {
+            "time_s": np.asarray(self.times),
+            "num_queued": np.asarray(self.queued),
+            "num_running": np.asarray(self.running),
+            "busy_gpus": np.asarray(self.busy),
+        }
+
+
+def best_isolated_runtime_s(job: JobSpec, cluster: ClusterConfig, network_speed: float) -> float:
+    """The job's runtime alone on an empty cluster at its best GPU count and node type."""
+    from cluster_envs.config import GPU_SPEED
+
+    best = math.inf
+    counts = range(job.min_gpus, job.max_gpus + 1)
+    for group in cluster.node_groups:
+        capacity = group.num_nodes * group.gpus_per_node
+        speed = GPU_SPEED[group.gpu_type]
+        for n in counts:
+            if n > capacity:
+                break
+            rate = job.speed.throughput(packed_shape(n, group.gpus_per_node), speed, network_speed)
+            best = min(best, job.total_iterations / rate)
+    return best
+
+
+def lower_bound_avg_jct_s(sim: Simulator) -> float:
+    """Average over jobs of :func:`best_isolated_runtime_s` (a bound no policy can beat)."""
+    cache: dict[tuple[int, int, int, float], float] = {}
+    total = 0.0
+    for job in sim.jobs:
+        key = (id(job.speed), job.min_gpus, job.max_gpus, 0.0)
+        per_iter = cache.get(key)
+        if per_iter is None:
+            per_iter = best_isolated_runtime_s(
+                _unit_job(job), sim.cluster, sim.inventory.network_speed
+            )
+            cache[key] = per_iter
+        total += per_iter * job.total_iterations
+    return total / max(len(sim.jobs), 1)
+
+
+def _unit_job(job: JobSpec) -> JobSpec:
+    """The same job with one iteration (runtime per iteration is what the bound caches)."""
+    from dataclasses import replace
+
+    return replace(job, total_iterations=1.0)
+
+
+def compute_metrics(sim: Simulator) -> dict[str, float]:
+    """Every metric of the episode so far (finished jobs; unfinished are counted)."""
+    finished = ~np.isnan(sim.finish_s)
+    submit = np.fromiter((j.submit_time_s for j in sim.jobs), float, len(sim.jobs))
+    jct = sim.finish_s[finished] - submit[finished]
+    wait = sim.first_start_s[finished] - submit[finished]
+    run = sim.finish_s[finished] - sim.first_start_s[finished]
+    n_done = int(finished.sum())
+    metrics: dict[str, float] = {
+        "num_jobs": float(len(sim.jobs)),
+        "num_finished": float(n_done),
+        "num_unfinished": float(len(sim.jobs) - n_done),
+    }
+    start = float(submit.min()) if len(submit) else 0.0
+    if n_done:
+        makespan = float(sim.finish_s[finished].max()) - start
+        metrics.update(
+            avg_jct_s=float(jct.mean()),
+            p50_jct_s=float(np.percentile(jct, 50)),
+            p95_jct_s=float(np.percentile(jct, 95)),
+            p99_jct_s=float(np.percentile(jct, 99)),
+            max_jct_s=float(jct.max()),
+            avg_queue_s=float(wait.mean()),
+            bounded_slowdown=float(
+                np.maximum(1.0, jct / np.maximum(run, BOUNDED_SLOWDOWN_TAU_S)).mean()
+            ),
+            makespan_s=makespan,
+        )
+    else:
+        nan = float("nan")
+        metrics.update(
+            avg_jct_s=nan, p50_jct_s=nan, p95_jct_s=nan, p99_jct_s=nan, max_jct_s=nan,
+            avg_queue_s=nan, bounded_slowdown=nan, makespan_s=nan,
+        )  # fmt: skip
+    elapsed = sim.now_s - start
+    metrics["gpu_utilization"] = (
+        sim.record.busy_gpu_s / (sim.inventory.num_gpus * elapsed) if elapsed > 0 else 0.0
+    )
+    metrics["avg_queue_length"] = sim.record.queued_job_s / elapsed if elapsed > 0 else 0.0
+    lb = lower_bound_avg_jct_s(sim)
+    metrics["lower_bound_avg_jct_s"] = lb
+    metrics["jct_ratio_to_lower_bound"] = (
+        metrics["avg_jct_s"] / lb if n_done == len(sim.jobs) and lb > 0 else float("nan")
+    )
+    return metrics

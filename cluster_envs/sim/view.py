@@ -1,0 +1,170 @@
+"""Read-only snapshots of the simulator state, handed to policies.
+
+A :class:`ClusterView` is what every policy sees: time, free GPUs per node, the queue and
+the running jobs. It shows only what a real scheduler could observe: never a job's true
+number of iterations to convergence or its true loss curve.
+
+Building a full copy of every job at every event would dominate the simulator's cost at
+Philly scale, so the per-job records are built on first access. To keep the snapshot
+honest, a view refuses to build them once the simulator has moved on (it raises instead
+of showing newer state), and everything it has already built is immutable.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import cached_property
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from cluster_envs.errors import ClusterEnvsError
+from cluster_envs.types import JobKind, JobState, Placement
+
+if TYPE_CHECKING:
+    from cluster_envs.config import ClusterConfig
+    from cluster_envs.perf.speed import SpeedModel
+
+
+class StaleViewError(ClusterEnvsError, RuntimeError):
+    """A view's lazy fields were read after the simulator had changed state."""
+
+
+@dataclass(frozen=True, slots=True)
+class JobStatus:
+    """What a scheduler can observe about one submitted job.
+
+    Attributes:
+        job_id: Job index in the workload.
+        name: Job name.
+        model: Model-zoo name (``"hpc"`` for SWF jobs).
+        kind: Rigid, moldable or malleable.
+        state: Queued, rescaling or running.
+        submit_time_s: Arrival time.
+        num_gpus: Requested GPUs.
+        min_gpus: Smallest allowed GPU count.
+        max_gpus: Largest allowed GPU count.
+        batch_size: Global batch size.
+        placement: Current placement (empty when queued).
+        iterations_done: Iterations completed so far.
+        attained_gpu_s: GPU-seconds received so far (Tiresias's attained service).
+        first_start_s: When the job first started (``None`` if never).
+        num_restarts: Preemptions and rescales so far.
+        recorded_duration_s: Duration the trace recorded at ``num_gpus`` (a user's
+            runtime estimate stand-in; ``None`` for synthetic jobs without one).
+        speed: The job's profiled throughput model.
+    """
+
+    job_id: int
+    name: str
+    model: str
+    kind: JobKind
+    state: JobState
+    submit_time_s: float
+    num_gpus: int
+    min_gpus: int
+    max_gpus: int
+    batch_size: int
+    placement: Placement
+    iterations_done: float
+    attained_gpu_s: float
+    first_start_s: float | None
+    num_restarts: int
+    recorded_duration_s: float | None
+    speed: SpeedModel
+
+
+class ClusterView:
+    """Immutable snapshot of the cluster at ``time_s`` (see the module docstring).
+
+    Attributes:
+        time_s: Simulated time of the snapshot.
+        cluster: The cluster configuration.
+        free_gpus: Free GPUs per node (read-only copy).
+        total_gpus: GPUs per node (read-only).
+        node_speed: Compute speed of each node's GPU type relative to a T4 (read-only).
+        network_speed: Inter-node bandwidth relative to the Pollux testbed.
+        queued_ids: Queued job ids, in queue order (submission order).
+        running_ids: Running and rescaling job ids, in start order.
+        num_pending: Jobs of the workload not yet submitted (their details are hidden).
+        num_finished: Jobs finished so far.
+    """
+
+    __slots__ = (
+        "time_s",
+        "cluster",
+        "free_gpus",
+        "total_gpus",
+        "node_speed",
+        "network_speed",
+        "queued_ids",
+        "running_ids",
+        "num_pending",
+        "num_finished",
+        "_make_status",
+        "_version",
+        "_current_version",
+        "__dict__",
+    )
+
+    def __init__(
+        self,
+        *,
+        time_s: float,
+        cluster: ClusterConfig,
+        free_gpus: np.ndarray,
+        total_gpus: np.ndarray,
+        node_speed: np.ndarray,
+        network_speed: float,
+        queued_ids: tuple[int, ...],
+        running_ids: tuple[int, ...],
+        num_pending: int,
+        num_finished: int,
+        make_status: Callable[[int], JobStatus],
+        version: int,
+        current_version: Callable[[], int],
+    ) -> None:
+        free_gpus.setflags(write=False)
+        self.time_s = time_s
+        self.cluster = cluster
+        self.free_gpus = free_gpus
+        self.total_gpus = total_gpus
+        self.node_speed = node_speed
+        self.network_speed = network_speed
+        self.queued_ids = queued_ids
+        self.running_ids = running_ids
+        self.num_pending = num_pending
+        self.num_finished = num_finished
+        self._make_status = make_status
+        self._version = version
+        self._current_version = current_version
+
+    @property
+    def num_free_gpus(self) -> int:
+        """Free GPUs in the whole cluster."""
+        return int(self.free_gpus.sum())
+
+    @property
+    def num_gpus(self) -> int:
+        """GPUs in the whole cluster."""
+        return int(self.total_gpus.sum())
+
+    def job(self, job_id: int) -> JobStatus:
+        """The status of one queued or running job at the snapshot time."""
+        if self._current_version() != self._version:
+            raise StaleViewError(
+                f"view of t={self.time_s:.1f}s read after the simulator moved on; "
+                "take a fresh view with Simulator.view()"
+            )
+        return self._make_status(job_id)
+
+    @cached_property
+    def queue(self) -> tuple[JobStatus, ...]:
+        """Queued jobs, in queue order."""
+        return tuple(self.job(j) for j in self.queued_ids)
+
+    @cached_property
+    def running(self) -> tuple[JobStatus, ...]:
+        """Running (and rescaling) jobs."""
+        return tuple(self.job(j) for j in self.running_ids)

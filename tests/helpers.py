@@ -1,0 +1,57 @@
+"""Hand-made jobs with simple, exactly known speed models for simulator tests."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from cluster_envs.types import JobKind, JobSpec
+
+
+@dataclass(frozen=True)
+class LinearSpeedup:
+    """S(n) = n (perfect scaling)."""
+
+    def speedup(self, n: int) -> float:
+        return float(n)
+
+
+@dataclass(frozen=True)
+class SpreadPenaltySpeed:
+    """``rate_1 * n * compute_speed``, divided by ``1 + penalty * (nodes - 1) / network``."""
+
+    rate_1: float = 1.0
+    penalty: float = 0.5
+
+    def throughput(
+        self, gpus_per_node: tuple[int, ...], compute_speed: float = 1.0, network_speed: float = 1.0
+    ) -> float:
+        n = sum(gpus_per_node)
+        extra = len(gpus_per_node) - 1
+        return self.rate_1 * n * compute_speed / (1.0 + self.penalty * extra / network_speed)
+
+
+def make_job(
+    job_id: int,
+    submit_time_s: float,
+    iterations: float,
+    num_gpus: int = 1,
+    *,
+    kind: JobKind = JobKind.RIGID,
+    min_gpus: int | None = None,
+    max_gpus: int | None = None,
+    speed: object | None = None,
+) -> JobSpec:
+    """A job whose runtime on ``n`` packed T4 GPUs is ``iterations / n`` seconds."""
+    return JobSpec(
+        job_id=job_id,
+        name=f"job-{job_id}",
+        submit_time_s=submit_time_s,
+        model="test",
+        num_gpus=num_gpus,
+        min_gpus=num_gpus if min_gpus is None else min_gpus,
+        max_gpus=num_gpus if max_gpus is None else max_gpus,
+        kind=kind,
+        batch_size=32,
+        total_iterations=iterations,
+        speed=speed or SpreadPenaltySpeed(),  # type: ignore[arg-type]
+    )
