@@ -70,6 +70,7 @@ class Simulator:
         self.now_s = 0.0
         self.num_finished = 0
         self.num_arrived = 0
+        self.num_events = 0
         self._state_version = 0
         self._events: list[tuple[float, int, int, int]] = [
             (job.submit_time_s, EV_ARRIVAL, job.job_id, 0) for job in self.jobs
@@ -126,6 +127,7 @@ class Simulator:
             t, kind, j, version = heapq.heappop(events)
             if kind != EV_ARRIVAL and version != self._version[j]:
                 continue
+            self.num_events += 1
             self._set_time(t)
             if kind == EV_COMPLETE:
                 self._complete(j)
