@@ -17,14 +17,16 @@ from cluster_envs.errors import ConfigError
 T = TypeVar("T")
 
 #: Relative compute speed of each GPU type for DL training, normalised to the NVIDIA T4
-#: the Pollux profiles were measured on. A100/T4 comes from the ElasticFlow A100 and
-#: Pollux T4 single-GPU measurements of the same models (scripts/fit_model_zoo.py prints
-#: the per-model ratios); V100 and P100 sit between, from public DL benchmarks.
+#: the Pollux profiles were measured on. A100/T4 = 2.67 is the median ratio of the
+#: ElasticFlow single-A100 and the fitted Pollux T4 iteration rates of the models both
+#: measured (cifar10 1.7-4.1, deepspeech2 3.3-3.4, imagenet 2.4; see
+#: benchmarks/results/model_zoo_fit.md and scripts/fit_model_zoo.py). V100 and P100 are
+#: placed from public mixed-precision training benchmarks relative to those two.
 GPU_SPEED: dict[str, float] = {
     "T4": 1.0,
-    "P100": 1.4,
-    "V100": 2.5,
-    "A100": 4.5,
+    "P100": 1.1,
+    "V100": 1.7,
+    "A100": 2.67,
 }
 
 #: Inter-node bandwidth of the Pollux testbed (AWS g4dn.12xlarge), the reference for

@@ -7,6 +7,7 @@ import math
 import pytest
 from helpers import SpreadPenaltySpeed, make_job
 
+from cluster_envs.config import GPU_SPEED
 from cluster_envs.errors import ConfigError, InfeasibleDecisionError
 from cluster_envs.runner import SimulationStalledError, run_episode
 from cluster_envs.sim.engine import Simulator
@@ -54,7 +55,8 @@ def test_spread_placement_slower_by_model_factor() -> None:
 def test_gpu_type_and_network_speed_change_runtime() -> None:
     fast = {"name": "a", "node_groups": [{"num_nodes": 2, "gpus_per_node": 1, "gpu_type": "A100"}]}
     job = make_job(0, 0, 450, num_gpus=1)
-    assert run_episode([job], "fifo", fast).jobs["finish_s"][0] == pytest.approx(100.0)
+    expected = 450 / GPU_SPEED["A100"]
+    assert run_episode([job], "fifo", fast).jobs["finish_s"][0] == pytest.approx(expected)
     # Spread over 2 nodes with a 2x faster network halves the cross-node penalty.
     slow_net = dict(TWO_NODES, inter_node_gbps=50.0)
     fast_net = dict(TWO_NODES, inter_node_gbps=100.0)
