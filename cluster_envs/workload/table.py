@@ -1,0 +1,166 @@
+"""Read text traces into string columns that remember their file line numbers.
+
+Every loader parses a whole file into a :class:`Table` first and validates each column
+with vectorised numpy/pandas checks; only then are jobs built. A bad value raises
+:class:`~cluster_envs.errors.TraceFormatError` naming ``file:line``, the column and the
+value, and nothing is half-loaded.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from cluster_envs.errors import TraceFormatError
+
+
+@dataclass(frozen=True)
+class Table:
+    """Data rows of a trace file as string columns.
+
+    Attributes:
+        path: The file, for error messages.
+        columns: Column name -> array of the raw strings (``""`` where a field is absent).
+        lines: 1-based file line number of each data row.
+    """
+
+    path: str
+    columns: dict[str, np.ndarray]
+    lines: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.lines)
+
+    def fail(self, row: int, reason: str) -> TraceFormatError:
+        """Error for data row ``row`` (0-based)."""
+        return TraceFormatError(self.path, int(self.lines[row]), reason)
+
+    def require(self, names: Sequence[str], why: str = "") -> None:
+        """Raise naming the first of ``names`` that is not a column (on the header line)."""
+        for name in names:
+            if name not in self.columns:
+                header = ",".join(self.columns)
+                raise TraceFormatError(
+                    self.path, 1, f"missing column {name!r}{why} (header has: {header})"
+                )
+
+    def text(self, name: str) -> np.ndarray:
+        """Column ``name`` as an object array of stripped strings."""
+        return self.columns[name]
+
+    def numbers(self, name: str, *, integer: bool = False) -> np.ndarray:
+        """Column ``name`` as float64 (or int64) values; a non-number names line and value."""
+        raw = self.text(name)
+        values = pd.to_numeric(pd.Series(raw), errors="coerce").to_numpy(dtype=np.float64)
+        bad = ~np.isfinite(values)
+        if bad.any():
+            row = int(np.argmax(bad))
+            value = raw[row]
+            what = "an empty value" if value == "" else f"the value {value!r}"
+            kind = "an integer" if integer else "a number"
+            raise self.fail(row, f"column {name!r} has {what}, expected {kind}")
+        if integer:
+            fractional = values != np.round(values)
+            if fractional.any():
+                row = int(np.argmax(fractional))
+                raise self.fail(row, f"column {name!r} has {raw[row]!r}, expected an integer")
+            return values.astype(np.int64)
+        return values
+
+    def check(self, ok: np.ndarray, name: str, expected: str, problem: str = "") -> None:
+        """Raise on the first row where ``ok`` is False.
+
+        The reason reads ``[<problem>: ]column 'x' = <value>, must be <expected>``.
+        """
+        if not ok.all():
+            row = int(np.argmin(ok))
+            lead = f"{problem}: " if problem else ""
+            value = self.text(name)[row]
+            raise self.fail(row, f"{lead}column {name!r} = {value}, must be {expected}")
+
+
+def read_text(path: str | os.PathLike[str]) -> list[str]:
+    """The lines of ``path`` (``TraceFormatError`` if it cannot be read as UTF-8 text)."""
+    try:
+        with open(path, encoding="utf-8-sig") as handle:
+            return handle.read().splitlines()
+    except UnicodeDecodeError as err:
+        raise TraceFormatError(str(path), None, f"not a UTF-8 text file ({err.reason})") from None
+
+
+def read_csv_table(path: str | os.PathLike[str]) -> Table:
+    """Parse a simple comma-separated file with a header line; blank lines are skipped.
+
+    Fields may not contain commas or line breaks (none of the supported formats quote);
+    surrounding double quotes and spaces are removed.
+
+    Raises:
+        TraceFormatError: Empty file, duplicate column names, or a row whose number of
+            fields differs from the header's.
+    """
+    path = str(path)
+    rows: list[list[str]] = []
+    numbers: list[int] = []
+    header: list[str] | None = None
+    for number, line in enumerate(read_text(path), start=1):
+        if not line.strip():
+            continue
+        fields = [field.strip().strip('"') for field in line.split(",")]
+        if header is None:
+            if number != 1:
+                raise TraceFormatError(path, 1, "blank first line: expected a header line")
+            header = fields
+            continue
+        if len(fields) != len(header):
+            raise TraceFormatError(
+                path, number, f"expected {len(header)} comma-separated fields, got {len(fields)}"
+            )
+        rows.append(fields)
+        numbers.append(number)
+    if header is None:
+        raise TraceFormatError(path, 1, "empty file: expected a header line")
+    duplicates = sorted({name for name in header if header.count(name) > 1})
+    if duplicates:
+        raise TraceFormatError(path, 1, f"duplicate column {duplicates[0]!r} in the header")
+    return _table(path, header, rows, numbers)
+
+
+def read_whitespace_table(
+    path: str | os.PathLike[str], names: Sequence[str], comment: str = ";"
+) -> Table:
+    """Parse a headerless file of whitespace-separated fields (e.g. SWF).
+
+    Lines starting with ``comment`` and blank lines are skipped. Every data line must
+    have exactly ``len(names)`` fields.
+    """
+    path = str(path)
+    rows: list[list[str]] = []
+    numbers: list[int] = []
+    for number, line in enumerate(read_text(path), start=1):
+        stripped = line.strip()
+        if not stripped or stripped.startswith(comment):
+            continue
+        fields = stripped.split()
+        if len(fields) != len(names):
+            raise TraceFormatError(
+                path,
+                number,
+                f"expected {len(names)} whitespace-separated fields, got {len(fields)}",
+            )
+        rows.append(fields)
+        numbers.append(number)
+    if not rows:
+        raise TraceFormatError(path, None, "no job lines (only comments or blank lines)")
+    return _table(path, list(names), rows, numbers)
+
+
+def _table(path: str, names: list[str], rows: list[list[str]], numbers: list[int]) -> Table:
+    matrix = np.empty((len(rows), len(names)), dtype=object)
+    if rows:
+        matrix[:, :] = rows
+    columns = {name: matrix[:, i] for i, name in enumerate(names)}
+    return Table(path, columns, np.asarray(numbers, dtype=np.int64))
