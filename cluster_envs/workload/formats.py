@@ -1,0 +1,226 @@
+"""Parsers of the supported trace formats into :class:`TraceRecord` lists.
+
+Each parser reads the whole file, validates every column with vectorised checks
+(``TraceFormatError`` with ``file:line: reason`` on the first bad value) and only then
+creates records. Records come back in file order; the loader sorts them.
+
+Formats:
+
+* ``canonical``: ``job_id,submit_time_s,num_gpus,duration_s`` (+ optional ``model``,
+  ``user``); ``job_id`` becomes the job name, an empty ``model`` is drawn from GPU time.
+* ``philly``: ``timestamp,duration,num_gpus[,gpu_time,cluster]`` (Pollux's flattening of
+  the Philly trace); submit times are seconds after the first submission that passes
+  ``cluster_filter``; job names are ``<cluster>:<line>``.
+* ``pollux``: ``name,time,application,num_replicas,batch_size``; work = the model's full
+  run at that batch size (Pollux's semantics).
+* ``swf``: Standard Workload Format (18 whitespace-separated fields, ``;`` comments,
+  ``-1`` unknown); see :func:`parse_swf`.
+"""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pandas as pd
+
+from cluster_envs.config import suggest
+from cluster_envs.errors import ConfigError, TraceFormatError
+from cluster_envs.perf import zoo
+from cluster_envs.workload.jobs import HPC_MODEL, TraceRecord
+from cluster_envs.workload.table import Table, read_csv_table, read_whitespace_table
+
+CANONICAL_COLUMNS = ("job_id", "submit_time_s", "num_gpus", "duration_s")
+PHILLY_COLUMNS = ("timestamp", "duration", "num_gpus")
+POLLUX_COLUMNS = ("name", "time", "application", "num_replicas", "batch_size")
+SWF_FIELDS = (
+    "job", "submit", "wait", "run_time", "procs", "cpu_time", "memory", "req_procs",
+    "req_time", "req_memory", "status", "user", "group", "executable", "queue",
+    "partition", "preceding_job", "think_time",
+)  # fmt: skip
+#: SWF status of a job cancelled by its user (skipped: its runtime is not its work).
+SWF_CANCELLED = 5
+#: Timestamp format of the Philly CSV.
+PHILLY_TIME_FORMAT = "%Y-%m-%d %H:%M:%S"
+
+
+def _gpu_counts(table: Table, column: str) -> np.ndarray:
+    counts = table.numbers(column, integer=True)
+    table.check(counts >= 1, column, ">= 1", problem="no GPUs")
+    return counts
+
+
+def _durations(table: Table, column: str) -> np.ndarray:
+    durations = table.numbers(column)
+    table.check(durations >= 0, column, "> 0 s", problem="negative duration")
+    table.check(durations > 0, column, "> 0 s", problem="zero duration")
+    return durations
+
+
+def _submit_times(table: Table, column: str) -> np.ndarray:
+    times = table.numbers(column)
+    table.check(times >= 0, column, ">= 0 s", problem="negative submit time")
+    return times
+
+
+def _check_models(table: Table, column: str, allowed: tuple[str, ...]) -> None:
+    names = table.text(column)
+    bad = ~np.isin(names, np.asarray(allowed + ("",), dtype=object))
+    if bad.any():
+        row = int(np.argmax(bad))
+        name = str(names[row])
+        raise table.fail(
+            row,
+            f"column {column!r} has unknown model {name!r}{suggest(name, allowed)}; "
+            f"models: {', '.join(allowed)}",
+        )
+
+
+def _optional(values: np.ndarray | None, row: int) -> str | None:
+    if values is None or values[row] == "":
+        return None
+    return str(values[row])
+
+
+def parse_canonical(path: str | os.PathLike[str]) -> list[TraceRecord]:
+    """Records of a canonical job CSV (see the module docstring)."""
+    table = read_csv_table(path)
+    table.require(CANONICAL_COLUMNS)
+    submit = _submit_times(table, "submit_time_s")
+    gpus = _gpu_counts(table, "num_gpus")
+    durations = _durations(table, "duration_s")
+    models = table.text("model") if "model" in table.columns else None
+    if models is not None:
+        _check_models(table, "model", zoo.ZOO_MODELS + (HPC_MODEL,))
+    users = table.text("user") if "user" in table.columns else None
+    names = table.text("job_id")
+    return [
+        TraceRecord(
+            name=str(names[i]),
+            submit_time_s=float(submit[i]),
+            num_gpus=int(gpus[i]),
+            duration_s=float(durations[i]),
+            model=_optional(models, i),
+            user=_optional(users, i),
+        )
+        for i in range(len(table))
+    ]
+
+
+def parse_philly(
+    path: str | os.PathLike[str], cluster_filter: str | None = None
+) -> list[TraceRecord]:
+    """Records of a Philly CSV, optionally of one virtual cluster only.
+
+    Raises:
+        TraceFormatError: Bad file.
+        ConfigError: ``cluster_filter`` names no cluster of the file.
+    """
+    table = read_csv_table(path)
+    table.require(PHILLY_COLUMNS)
+    if cluster_filter is not None:
+        table.require(("cluster",), why=" (needed by cluster_filter)")
+    raw_times = table.text("timestamp")
+    stamps = pd.to_datetime(pd.Series(raw_times), format=PHILLY_TIME_FORMAT, errors="coerce")
+    bad = stamps.isna().to_numpy()
+    if bad.any():
+        row = int(np.argmax(bad))
+        raise table.fail(
+            row, f"column 'timestamp' has {raw_times[row]!r}, expected 'YYYY-MM-DD HH:MM:SS'"
+        )
+    durations = _durations(table, "duration")
+    gpus = _gpu_counts(table, "num_gpus")
+    if "gpu_time" in table.columns:
+        table.numbers("gpu_time")
+    clusters = table.text("cluster") if "cluster" in table.columns else None
+    keep = np.ones(len(table), dtype=bool)
+    if cluster_filter is not None and clusters is not None:
+        keep = clusters == cluster_filter
+        if not keep.any():
+            known = sorted(set(clusters.tolist()))
+            raise ConfigError(
+                f"cluster_filter {cluster_filter!r} matches no job of {table.path}"
+                f"{suggest(cluster_filter, known)}; clusters: {', '.join(known)}"
+            )
+    rows = np.flatnonzero(keep)
+    seconds = stamps.to_numpy(dtype="datetime64[ns]")[rows].astype(np.int64) / 1e9
+    seconds -= seconds.min()
+    prefix = clusters if clusters is not None else np.full(len(table), "philly", dtype=object)
+    return [
+        TraceRecord(
+            name=f"{prefix[row]}:{table.lines[row]}",
+            submit_time_s=float(seconds[k]),
+            num_gpus=int(gpus[row]),
+            duration_s=float(durations[row]),
+        )
+        for k, row in enumerate(rows.tolist())
+    ]
+
+
+def parse_pollux(path: str | os.PathLike[str]) -> list[TraceRecord]:
+    """Records of a Pollux workload CSV (work = the model's full run at its batch size)."""
+    table = read_csv_table(path)
+    table.require(POLLUX_COLUMNS)
+    submit = _submit_times(table, "time")
+    gpus = _gpu_counts(table, "num_replicas")
+    batches = table.numbers("batch_size", integer=True)
+    table.check(batches >= 1, "batch_size", ">= 1", problem="bad batch size")
+    _check_models(table, "application", zoo.ZOO_MODELS)
+    apps = table.text("application")
+    table.check(apps != "", "application", "a model name", problem="missing model")
+    checked: set[tuple[str, int]] = set()
+    for row in range(len(table)):  # few distinct pairs: validate them against the zoo now
+        pair = (str(apps[row]), int(batches[row]))
+        if pair not in checked:
+            try:
+                zoo.iterations_to_complete(*pair)
+            except (ValueError, KeyError) as err:
+                raise table.fail(row, f"{pair[0]} at batch_size {pair[1]}: {err}") from None
+            checked.add(pair)
+    names = table.text("name")
+    return [
+        TraceRecord(
+            name=str(names[i]),
+            submit_time_s=float(submit[i]),
+            num_gpus=int(gpus[i]),
+            model=str(apps[i]),
+            batch_size=int(batches[i]),
+        )
+        for i in range(len(table))
+    ]
+
+
+def parse_swf(path: str | os.PathLike[str]) -> list[TraceRecord]:
+    """Records of a Standard Workload Format log, as HPC jobs (model ``"hpc"``).
+
+    Kept: jobs with a known run time > 0 and a processor count > 0 (allocated
+    processors, or the requested count where the allocation is unknown) that were not
+    cancelled (status 5) -- a cancelled job's runtime says nothing about its work.
+    Processors are treated as GPUs. Submit times are rebased to the first kept job;
+    ``user`` is the user id (``None`` if -1).
+    """
+    table = read_whitespace_table(path, SWF_FIELDS)
+    submit = table.numbers("submit")
+    run_time = table.numbers("run_time")
+    procs = table.numbers("procs", integer=True)
+    requested = table.numbers("req_procs", integer=True)
+    status = table.numbers("status", integer=True)
+    procs = np.where(procs > 0, procs, requested)
+    keep = (run_time > 0) & (procs > 0) & (status != SWF_CANCELLED)
+    if not keep.any():
+        raise TraceFormatError(table.path, None, "no job with a run time > 0 and processors > 0")
+    table.check(~keep | (submit >= 0), "submit", ">= 0 s", problem="negative submit time")
+    rows = np.flatnonzero(keep)
+    start = submit[rows].min()
+    names, users = table.text("job"), table.text("user")
+    return [
+        TraceRecord(
+            name=str(names[row]),
+            submit_time_s=float(submit[row] - start),
+            num_gpus=int(procs[row]),
+            duration_s=float(run_time[row]),
+            model=HPC_MODEL,
+            user=None if users[row] == "-1" else str(users[row]),
+        )
+        for row in rows.tolist()
+    ]
