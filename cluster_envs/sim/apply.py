@@ -64,7 +64,9 @@ def _check_placement(sim: Simulator, j: int, placement: Placement, free: np.ndar
 
 def _validate(sim: Simulator, decision: Decision) -> None:
     free = sim.inventory.free.copy()
-    held = {j: sim.placement[j] for j in sim.active}
+    # Each job may appear once per decision, so a job's held GPUs are always the ones the
+    # simulator records: validation costs O(actions), not O(running jobs).
+    active = sim.active
     touched: set[int] = set()
     for action in decision.actions:
         j = _check_job(sim, action.job_id)
@@ -72,19 +74,19 @@ def _validate(sim: Simulator, decision: Decision) -> None:
             raise _fail(j, "appears in more than one action of the same decision")
         touched.add(j)
         if isinstance(action, Preempt) or (isinstance(action, Allocate) and not action.placement):
-            if j not in held:
+            if j not in active:
                 raise _fail(j, "cannot preempt a job that is not running")
-            for node, gpus in held.pop(j):
+            for node, gpus in sim.placement[j]:
                 free[node] += gpus
             continue
         if not isinstance(action, Allocate):
             raise InfeasibleDecisionError(f"unknown action {action!r}")
-        if j in held:
+        if j in active:
             if sim.jobs[j].kind is not JobKind.MALLEABLE:
-                if tuple(sorted(action.placement)) == held[j]:
+                if tuple(sorted(action.placement)) == sim.placement[j]:
                     continue  # re-stating the current placement is a no-op
                 raise _fail(j, f"{sim.jobs[j].kind.value} job is running and cannot be resized")
-            for node, gpus in held.pop(j):
+            for node, gpus in sim.placement[j]:
                 free[node] += gpus
         _check_placement(sim, j, action.placement, free)
         for node, gpus in action.placement:

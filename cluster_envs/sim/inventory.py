@@ -34,16 +34,13 @@ class GpuInventory:
         self.speed.setflags(write=False)
         self._speed_list = self.speed.tolist()
         self.free = self.total.copy()
-        self.num_free = int(self.total.sum())
+        self.num_gpus = int(self.total.sum())
+        self.num_free = self.num_gpus
         self.network_speed = config.inter_node_gbps / REFERENCE_INTER_NODE_GBPS
 
     @property
     def num_nodes(self) -> int:
         return len(self.total)
-
-    @property
-    def num_gpus(self) -> int:
-        return int(self.total.sum())
 
     def take(self, placement: Placement) -> None:
         """Mark the GPUs of ``placement`` busy (caller has checked feasibility)."""

@@ -1,0 +1,88 @@
+"""The user-facing contract: two-line entry point, CLI, presets, layering."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+import cluster_envs
+from cluster_envs.cli import main
+from cluster_envs.config import CLUSTER_PRESETS, get_cluster
+from cluster_envs.errors import ConfigError
+
+METRIC_NAMES = {
+    "avg_jct_s",
+    "p95_jct_s",
+    "makespan_s",
+    "avg_queue_s",
+    "gpu_utilization",
+    "bounded_slowdown",
+    "lower_bound_avg_jct_s",
+    "jct_ratio_to_lower_bound",
+}
+
+
+def test_two_line_entry_point_on_shipped_workload() -> None:
+    wl = cluster_envs.load_workload("philly-sample")
+    metrics = cluster_envs.simulate(wl, policy="fifo", cluster="pollux-testbed", seed=0)
+    assert METRIC_NAMES <= set(metrics)
+    assert metrics["num_finished"] == len(wl) == 500
+    assert 0 < metrics["gpu_utilization"] <= 1
+    assert metrics["jct_ratio_to_lower_bound"] >= 1.0  # nobody beats the bound
+    # A preset name works too, and the result reproduces.
+    assert cluster_envs.simulate("philly-sample", "fifo", "pollux-testbed", 0) == metrics
+
+
+def test_backfilling_fifo_beats_strict_fifo_on_pollux_workload() -> None:
+    wl = cluster_envs.load_workload("pollux-1")
+    strict = cluster_envs.simulate(wl, "fifo", "pollux-testbed")
+    skip = cluster_envs.simulate(wl, "fifo-skip", "pollux-testbed")
+    assert skip["avg_jct_s"] < strict["avg_jct_s"]
+
+
+def test_presets_include_testbed_and_philly() -> None:
+    assert get_cluster("pollux-testbed").num_gpus == 64
+    assert get_cluster("pollux-testbed").num_nodes == 16
+    assert 2000 <= get_cluster("philly").num_gpus <= 3000
+    assert {"toy", "pollux-testbed", "philly"} <= set(CLUSTER_PRESETS)
+    with pytest.raises(ConfigError, match="did you mean 'philly'"):
+        get_cluster("phily")
+
+
+def test_cluster_config_rejects_unknown_keys_and_types() -> None:
+    with pytest.raises(ConfigError, match="unknown ClusterConfig key 'nodes'"):
+        get_cluster({"name": "x", "nodes": 3})
+    with pytest.raises(ConfigError, match="unknown gpu_type 'T5'.*'T4'"):
+        get_cluster({"name": "x", "node_groups": [{"num_nodes": 1, "gpus_per_node": 1, "gpu_type": "T5"}]})
+    with pytest.raises(ConfigError, match="unknown SimConfig key 'slice'"):
+        cluster_envs.simulate("philly-sample", config={"slice": 3})
+
+
+def test_cli_simulate_prints_table_and_json(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["simulate", "--workload", "pollux-2", "--policies", "fifo,fifo-skip"]) == 0
+    out = capsys.readouterr().out
+    assert "fifo-skip" in out and "avg_jct_s" in out
+    assert main(["simulate", "--workload", "pollux-2", "--policies", "fifo", "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert rows[0]["policy"] == "fifo" and rows[0]["num_finished"] == 160
+
+
+def test_cli_reports_bad_input_without_traceback(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["simulate", "--policies", "fifoo"]) == 2
+    assert "did you mean 'fifo'" in capsys.readouterr().err
+    assert main(["simulate", "--workload", "/nonexistent/trace.csv"]) == 2
+
+
+def test_simulator_layers_import_no_gym_torch_or_skopt() -> None:
+    code = (
+        "import sys, cluster_envs, cluster_envs.runner, cluster_envs.workload, "
+        "cluster_envs.perf.zoo, cluster_envs.cli;"
+        "cluster_envs.simulate('pollux-3');"
+        "bad = [m for m in ('gymnasium', 'torch', 'skopt', 'stable_baselines3') if m in sys.modules];"
+        "print(bad)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
