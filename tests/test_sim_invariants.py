@@ -100,7 +100,9 @@ def test_conservation_and_monotone_time_under_random_decisions(raw, seed) -> Non
         assert (sim.progress >= last_progress - 1e-9).all()  # progress never goes back
         last_progress = sim.progress.copy()
     finished = sim.state == JobState.FINISHED
-    assert (sim.finish_s[finished] >= [jobs[j].submit_time_s for j in np.flatnonzero(finished)]).all()
+    assert (
+        sim.finish_s[finished] >= [jobs[j].submit_time_s for j in np.flatnonzero(finished)]
+    ).all()
 
 
 def test_same_seed_same_trajectory() -> None:
