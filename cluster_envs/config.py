@@ -179,6 +179,10 @@ class SimConfig:
         restart_cost_s: Time a preempted job spends restoring its checkpoint on resume.
         horizon_s: Stop the episode at this simulated time (``None``: run to the end).
         record_timeline: Keep (time, queued, running, busy GPUs) after every event.
+        link_contention: Distributed jobs sharing a node split its inter-node bandwidth
+            (see :mod:`cluster_envs.sim.contention`).
+        node_interference: Compute slowdown per extra job sharing a node (0 = none).
+        loss_noise_std: Relative noise of the loss observations schedulers see.
     """
 
     time_slice_s: float | None = None
@@ -186,6 +190,9 @@ class SimConfig:
     restart_cost_s: float = 30.0
     horizon_s: float | None = None
     record_timeline: bool = True
+    link_contention: bool = True
+    node_interference: float = 0.0
+    loss_noise_std: float = 0.03
 
     def __post_init__(self) -> None:
         if self.time_slice_s is not None and not self.time_slice_s > 0:
@@ -193,6 +200,10 @@ class SimConfig:
         for name in ("rescale_cost_s", "restart_cost_s"):
             if getattr(self, name) < 0:
                 raise ConfigError(f"{name} must be >= 0, got {getattr(self, name)}")
+        if self.loss_noise_std < 0:
+            raise ConfigError(f"loss_noise_std must be >= 0, got {self.loss_noise_std}")
+        if self.node_interference < 0:
+            raise ConfigError(f"node_interference must be >= 0, got {self.node_interference}")
         if self.horizon_s is not None and not self.horizon_s > 0:
             raise ConfigError(f"horizon_s must be > 0 or None, got {self.horizon_s}")
 

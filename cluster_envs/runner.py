@@ -55,6 +55,27 @@ def _job_table(sim: Simulator) -> dict[str, np.ndarray]:
     }
 
 
+#: A policy asked this many times at one instant without settling is reported as a bug.
+MAX_DECISIONS_PER_INSTANT = 100_000
+
+
+def decide_until_settled(sim: Simulator, policy: SchedulingPolicy) -> bool:
+    """Ask ``policy`` again and again at this instant until it decides nothing.
+
+    A policy may return all its actions at once or one at a time (as an RL agent or a
+    random policy does through an env); both give the same trajectory. A decision that
+    changes nothing (empty, or re-stating current placements) ends the instant. Returns
+    whether anything changed.
+    """
+    for count in range(MAX_DECISIONS_PER_INSTANT):
+        if not sim.apply(policy.decide(sim.view())):
+            return count > 0
+    raise SimulationStalledError(
+        f"policy {policy.name!r} made {MAX_DECISIONS_PER_INSTANT} decisions at "
+        f"t={sim.now_s:.1f}s without settling"
+    )
+
+
 def _stalled(sim: Simulator, policy: SchedulingPolicy) -> SimulationStalledError:
     return SimulationStalledError(
         f"policy {policy.name!r} left {len(sim.queue)} job(s) queued at t={sim.now_s:.1f}s "
@@ -85,7 +106,7 @@ def run_episode(
     cfg = sim_config(config)
     pol = make_policy(policy)
     pol.reset(seed)
-    sim = Simulator(jobs, cluster, cfg)
+    sim = Simulator(jobs, cluster, cfg, seed=0 if seed is None else seed)
     if cfg.time_slice_s is None:
         truncated = _run_events(sim, pol, cfg.horizon_s)
     else:
@@ -105,7 +126,7 @@ def _run_events(sim: Simulator, policy: SchedulingPolicy, horizon_s: float | Non
             raise _stalled(sim, policy)
         sim.step()
         if sim.queue:
-            sim.apply(policy.decide(sim.view()))
+            decide_until_settled(sim, policy)
     return False
 
 
@@ -121,9 +142,8 @@ def _run_rounds(
         sim.advance_to(t)
         if sim.done:
             break
-        decision = policy.decide(sim.view())
-        sim.apply(decision)
-        if not sim.active and not decision:
+        decided = decide_until_settled(sim, policy)
+        if not sim.active and not decided:
             nxt = sim.next_event_time()
             if nxt == math.inf:
                 raise _stalled(sim, policy)

@@ -93,14 +93,20 @@ def _validate(sim: Simulator, decision: Decision) -> None:
             free[node] -= gpus
 
 
-def apply_decision(sim: Simulator, decision: Decision) -> None:
-    """Validate the whole decision, then carry it out in order."""
+def apply_decision(sim: Simulator, decision: Decision) -> int:
+    """Validate the whole decision, then carry it out in order.
+
+    Returns:
+        How many actions changed something (re-stating a placement changes nothing).
+    """
     _validate(sim, decision)
     cfg = sim.config
+    changed = 0
     for action in decision.actions:
         j = int(action.job_id)
         if isinstance(action, Preempt) or not action.placement:
             sim._stop(j)
+            changed += 1
             continue
         placement = tuple(sorted((int(n), int(g)) for n, g in action.placement))
         if j in sim.active:
@@ -113,3 +119,5 @@ def apply_decision(sim: Simulator, decision: Decision) -> None:
         else:
             cost = cfg.restart_cost_s if sim.num_restarts[j] > 0 else 0.0
             sim._start(j, placement, cost)
+        changed += 1
+    return changed

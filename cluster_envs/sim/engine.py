@@ -20,6 +20,8 @@ import numpy as np
 from cluster_envs.config import ClusterConfig, SimConfig, get_cluster, sim_config
 from cluster_envs.errors import ConfigError
 from cluster_envs.sim.apply import apply_decision
+from cluster_envs.sim.contention import Contention
+from cluster_envs.sim.estimate import WorkEstimator
 from cluster_envs.sim.inventory import GpuInventory
 from cluster_envs.sim.metrics import EpisodeRecord
 from cluster_envs.sim.view import ClusterView, JobStatus
@@ -37,6 +39,8 @@ class Simulator:
         jobs: The workload's jobs (``job_id`` must be ``0..n-1``).
         cluster: Cluster preset name, ClusterConfig or mapping.
         config: Simulator settings (SimConfig or mapping).
+        seed: Seeds everything random inside the simulation (loss-observation noise,
+            user runtime estimates); the workload itself is fixed.
 
     Drive it with :meth:`step` (to the next event instant) or :meth:`advance_to`, read
     :meth:`view`, and hand decisions to :meth:`apply`.
@@ -47,6 +51,7 @@ class Simulator:
         jobs: Sequence[JobSpec],
         cluster: str | ClusterConfig = "pollux-testbed",
         config: SimConfig | dict | None = None,
+        seed: int = 0,
     ) -> None:
         self.cluster = get_cluster(cluster)
         self.config = sim_config(config)
@@ -76,8 +81,13 @@ class Simulator:
             (job.submit_time_s, EV_ARRIVAL, job.job_id, 0) for job in self.jobs
         ]
         heapq.heapify(self._events)
-        self._rate_cache: dict[tuple[int, tuple[int, ...], float], float] = {}
+        self.contention = Contention(
+            self.inventory.num_nodes, self.config.link_contention, self.config.node_interference
+        )
+        self._rate_cache: dict[tuple[int, tuple[int, ...], float, float], float] = {}
         self.record = EpisodeRecord(self.config.record_timeline)
+        self.seed = int(seed)
+        self.estimator = WorkEstimator(self, self.seed, self.config.loss_noise_std)
 
     # ------------------------------------------------------------------ setup
     def _check_jobs(self) -> None:
@@ -173,6 +183,10 @@ class Simulator:
             self.attained_gpu_s[j] += self.num_gpus_held[j] * dt
         self.last_update_s[j] = self.now_s
 
+    def iterations_done(self, j: int) -> float:
+        """Iterations job ``j`` has completed by ``now_s`` (no state change)."""
+        return float(self.progress[j] + self.rate[j] * (self.now_s - self.last_update_s[j]))
+
     def _set_rate(self, j: int, rate: float) -> None:
         """Change job ``j``'s rate from now on and re-key its completion event."""
         self._sync_progress(j)
@@ -189,21 +203,33 @@ class Simulator:
 
     def _rate_of(self, j: int, placement: Placement) -> float:
         shape, speed = self.inventory.shape_and_speed(placement)
+        compute_div, network_div = self.contention.factors(j, placement)
+        compute = speed / compute_div
+        network = self.inventory.network_speed / network_div
         spec = self.jobs[j]
-        key = (id(spec.speed), shape, speed)
+        key = (id(spec.speed), shape, compute, network)
         rate = self._rate_cache.get(key)
         if rate is None:
-            rate = spec.speed.throughput(shape, speed, self.inventory.network_speed)
+            rate = spec.speed.throughput(shape, compute, network)
             if not rate > 0:
                 raise ConfigError(f"job {j}: speed model gave throughput {rate} for {shape}")
             self._rate_cache[key] = rate
         return rate
+
+    def _refresh_rates(self, jobs: set[int]) -> None:
+        """Recompute the rates of running ``jobs`` after their neighbours changed."""
+        for k in sorted(jobs):
+            if self.state[k] == JobState.RUNNING:
+                rate = self._rate_of(k, self.placement[k])
+                if rate != self.rate[k]:
+                    self._set_rate(k, rate)
 
     def _release(self, j: int) -> None:
         self._sync_progress(j)
         self.inventory.give_back(self.placement[j])
         self.placement[j] = ()
         self.num_gpus_held[j] = 0
+        self._refresh_rates(self.contention.remove(j))
 
     def _start(self, j: int, placement: Placement, cost_s: float) -> None:
         """Give job ``j`` the GPUs of ``placement``; it runs after ``cost_s`` seconds."""
@@ -215,6 +241,7 @@ class Simulator:
             self.first_start_s[j] = self.now_s
         self.active[j] = None
         self.queue.pop(j, None)
+        neighbours = self.contention.add(j, placement)
         if cost_s > 0:
             self.state[j] = JobState.RESCALING
             self._set_rate(j, 0.0)
@@ -222,6 +249,7 @@ class Simulator:
         else:
             self.state[j] = JobState.RUNNING
             self._set_rate(j, self._rate_of(j, placement))
+        self._refresh_rates(neighbours)
 
     def _stop(self, j: int) -> None:
         """Preempt job ``j``: it keeps its progress and returns to the queue."""
@@ -238,12 +266,19 @@ class Simulator:
         return (self.jobs[j].submit_time_s, j)
 
     # ------------------------------------------------------------------ decisions
-    def apply(self, decision: Decision) -> None:
-        """Carry out a decision, or raise InfeasibleDecisionError and change nothing."""
-        if decision.actions:
-            apply_decision(self, decision)
+    def apply(self, decision: Decision) -> int:
+        """Carry out a decision, or raise InfeasibleDecisionError and change nothing.
+
+        Returns:
+            The number of actions that changed something.
+        """
+        if not decision.actions:
+            return 0
+        changed = apply_decision(self, decision)
+        if changed:
             self._state_version += 1
             self.record.sample(self)
+        return changed
 
     # ------------------------------------------------------------------ views
     def view(self) -> ClusterView:
@@ -261,6 +296,7 @@ class Simulator:
             num_pending=len(self.jobs) - self.num_arrived,
             num_finished=self.num_finished,
             make_status=self.job_status,
+            estimator=self.estimator,
             version=self._state_version,
             current_version=lambda: self._state_version,
         )
@@ -290,6 +326,8 @@ class Simulator:
             first_start_s=None if np.isnan(first) else float(first),
             num_restarts=int(self.num_restarts[j]),
             recorded_duration_s=spec.recorded_duration_s,
+            target_loss=spec.target_loss,
+            rate_iter_per_s=float(self.rate[j]),
             speed=spec.speed,
         )
 

@@ -25,6 +25,7 @@ from cluster_envs.types import JobKind, JobState, Placement
 if TYPE_CHECKING:
     from cluster_envs.config import ClusterConfig
     from cluster_envs.perf.speed import SpeedModel
+    from cluster_envs.sim.estimate import JobEstimate, WorkEstimator
 
 
 class StaleViewError(ClusterEnvsError, RuntimeError):
@@ -51,8 +52,10 @@ class JobStatus:
         attained_gpu_s: GPU-seconds received so far (Tiresias's attained service).
         first_start_s: When the job first started (``None`` if never).
         num_restarts: Preemptions and rescales so far.
-        recorded_duration_s: Duration the trace recorded at ``num_gpus`` (a user's
-            runtime estimate stand-in; ``None`` for synthetic jobs without one).
+        recorded_duration_s: Duration the trace recorded at ``num_gpus`` (``None`` for
+            synthetic jobs without one). Policies should prefer ``view.estimate``.
+        target_loss: The user's convergence target (``None`` for non-DL jobs).
+        rate_iter_per_s: Current measured speed (0 when queued or rescaling).
         speed: The job's profiled throughput model.
     """
 
@@ -72,6 +75,8 @@ class JobStatus:
     first_start_s: float | None
     num_restarts: int
     recorded_duration_s: float | None
+    target_loss: float | None
+    rate_iter_per_s: float
     speed: SpeedModel
 
 
@@ -103,6 +108,7 @@ class ClusterView:
         "num_pending",
         "num_finished",
         "_make_status",
+        "_estimator",
         "_version",
         "_current_version",
         "__dict__",
@@ -122,6 +128,7 @@ class ClusterView:
         num_pending: int,
         num_finished: int,
         make_status: Callable[[int], JobStatus],
+        estimator: WorkEstimator,
         version: int,
         current_version: Callable[[], int],
     ) -> None:
@@ -137,6 +144,7 @@ class ClusterView:
         self.num_pending = num_pending
         self.num_finished = num_finished
         self._make_status = make_status
+        self._estimator = estimator
         self._version = version
         self._current_version = current_version
 
@@ -150,14 +158,27 @@ class ClusterView:
         """GPUs in the whole cluster."""
         return int(self.total_gpus.sum())
 
-    def job(self, job_id: int) -> JobStatus:
-        """The status of one queued or running job at the snapshot time."""
+    def _check_fresh(self) -> None:
         if self._current_version() != self._version:
             raise StaleViewError(
                 f"view of t={self.time_s:.1f}s read after the simulator moved on; "
                 "take a fresh view with Simulator.view()"
             )
+
+    def job(self, job_id: int) -> JobStatus:
+        """The status of one queued or running job at the snapshot time."""
+        self._check_fresh()
         return self._make_status(job_id)
+
+    def estimate(self, job_id: int) -> JobEstimate:
+        """The scheduler's estimate of the job's length (prior or fitted loss curve)."""
+        self._check_fresh()
+        return self._estimator.estimate(job_id)
+
+    def loss_history(self, job_id: int) -> tuple[np.ndarray, np.ndarray]:
+        """The job's noisy loss observations so far: ``(iterations, losses)``."""
+        self._check_fresh()
+        return self._estimator.observations(job_id)
 
     @cached_property
     def queue(self) -> tuple[JobStatus, ...]:

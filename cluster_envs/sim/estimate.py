@@ -1,0 +1,172 @@
+"""What a scheduler can know about a job's length: noisy loss observations and estimates.
+
+The simulator holds every job's true loss curve. While a job trains it logs a noisy loss
+every ``interval`` iterations, where the interval comes from the job's *prior* length
+(1/50 of it), never from its true length. From those logs the :class:`WorkEstimator`
+predicts iterations to the job's convergence target (``target_loss``, which the user
+sets) by fitting the Optimus curve; before it has enough points it falls back to a
+prior:
+
+* a zoo model: iterations of the model's full run at the job's batch size (Pollux's
+  definition of "done"),
+* any other job: its recorded runtime times a user over-estimate factor, log-uniform in
+  ``[1, 3]`` and fixed per job (users over-estimate runtimes; Tsafrir et al. 2007).
+
+Estimates are clipped to ``[iterations done, 20 x prior]`` and refitted only when the
+number of observations has grown by a quarter (cheap enough for env steps).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from cluster_envs.perf.loss_curve import iterations_to_target
+from cluster_envs.perf.loss_fast import fit_loss_curve_fast
+from cluster_envs.types import JobSpec, LossCurveParams
+
+if TYPE_CHECKING:
+    from cluster_envs.sim.engine import Simulator
+
+#: Loss observations per prior-length run.
+OBSERVATIONS_PER_PRIOR_RUN = 50
+#: Fewest observations before the curve is fitted.
+MIN_OBSERVATIONS = 4
+#: Refit when the observation count has grown by this factor since the last fit.
+REFIT_GROWTH = 1.25
+#: Upper clip of an estimate, as a multiple of the prior.
+MAX_PRIOR_MULTIPLE = 20.0
+#: Range of the user over-estimate factor for jobs without a zoo prior.
+USER_OVERESTIMATE = (1.0, 3.0)
+#: Largest number of observations kept per job (the earliest are thinned beyond it).
+MAX_KEPT_OBSERVATIONS = 200
+
+
+@dataclass(frozen=True, slots=True)
+class JobEstimate:
+    """A scheduler's estimate of one job's length.
+
+    Attributes:
+        total_iterations: Estimated iterations to the convergence target.
+        remaining_iterations: ``total_iterations`` minus iterations done (>= 0).
+        prior_iterations: The prior the estimate started from.
+        num_observations: Loss observations so far.
+        fitted: The fitted loss curve (``None`` until MIN_OBSERVATIONS points).
+        source: ``"prior"`` or ``"fit"``.
+    """
+
+    total_iterations: float
+    remaining_iterations: float
+    prior_iterations: float
+    num_observations: int
+    fitted: LossCurveParams | None
+    source: str
+
+
+def prior_iterations(job: JobSpec, rng_seed: int) -> float:
+    """The prior length of ``job`` (see the module docstring)."""
+    from cluster_envs.perf import zoo
+
+    if job.model in zoo.ZOO_MODELS:
+        return float(zoo.iterations_to_complete(job.model, job.batch_size))
+    lo, hi = USER_OVERESTIMATE
+    u = np.random.default_rng([rng_seed, job.job_id, 7]).uniform(math.log(lo), math.log(hi))
+    return job.total_iterations * math.exp(u)
+
+
+class WorkEstimator:
+    """Loss observations and length estimates for every job of one simulation.
+
+    Args:
+        sim: The simulator (read for progress and the hidden true curves).
+        seed: Seeds the observation noise (one stream per job) and user estimates.
+        noise_std: Relative noise of each loss observation.
+    """
+
+    def __init__(self, sim: Simulator, seed: int, noise_std: float) -> None:
+        self.sim = sim
+        self.seed = seed
+        self.noise_std = noise_std
+        n = len(sim.jobs)
+        self._prior = np.full(n, np.nan)
+        self._k: list[list[float]] = [[] for _ in range(n)]
+        self._loss: list[list[float]] = [[] for _ in range(n)]
+        self._rng: list[np.random.Generator | None] = [None] * n
+        self._fit: list[LossCurveParams | None] = [None] * n
+        self._fit_count = [0] * n
+        self._total = np.full(n, np.nan)
+
+    def prior(self, j: int) -> float:
+        """Prior iterations of job ``j`` (cached)."""
+        p = self._prior[j]
+        if math.isnan(p):
+            p = prior_iterations(self.sim.jobs[j], self.seed)
+            self._prior[j] = p
+        return float(p)
+
+    def interval(self, j: int) -> float:
+        """Iterations between two loss observations of job ``j``."""
+        return self.prior(j) / OBSERVATIONS_PER_PRIOR_RUN
+
+    def observations(self, j: int) -> tuple[np.ndarray, np.ndarray]:
+        """Every ``(iteration, noisy loss)`` job ``j`` has logged so far."""
+        self._observe(j)
+        return np.asarray(self._k[j]), np.asarray(self._loss[j])
+
+    def _observe(self, j: int) -> int:
+        spec = self.sim.jobs[j]
+        if spec.loss_curve is None:
+            return 0
+        done = self.sim.iterations_done(j)
+        step = self.interval(j)
+        ks, losses = self._k[j], self._loss[j]
+        upto = int(done // step)
+        if upto > len(ks):
+            rng = self._rng[j]
+            if rng is None:
+                rng = self._rng[j] = np.random.default_rng([self.seed, j])
+            for i in range(len(ks) + 1, upto + 1):
+                k = i * step
+                true = spec.loss_curve.loss(k)
+                noisy = true * (1.0 + self.noise_std * float(rng.standard_normal()))
+                ks.append(k)
+                losses.append(max(noisy, 1e-3 * true))
+        return len(ks)
+
+    def estimate(self, j: int) -> JobEstimate:
+        """The current estimate of job ``j``'s length."""
+        count = self._observe(j)
+        prior = self.prior(j)
+        done = self.sim.iterations_done(j)
+        target = self.sim.jobs[j].target_loss
+        if (
+            count >= MIN_OBSERVATIONS
+            and target is not None
+            and count >= self._fit_count[j] * REFIT_GROWTH
+        ):
+            ks, losses = self._k[j], self._loss[j]
+            if count > MAX_KEPT_OBSERVATIONS:
+                idx = np.linspace(0, count - 1, MAX_KEPT_OBSERVATIONS).astype(int)
+                fit = fit_loss_curve_fast(np.asarray(ks)[idx], np.asarray(losses)[idx])
+            else:
+                fit = fit_loss_curve_fast(ks, losses)
+            self._fit[j] = fit
+            self._fit_count[j] = count
+            total = iterations_to_target(fit, target)
+            if not math.isfinite(total):
+                total = max(prior, 2.0 * done)
+            self._total[j] = min(total, MAX_PRIOR_MULTIPLE * prior)
+        fitted = self._fit[j]
+        total = prior if fitted is None else float(self._total[j])
+        total = max(total, done)
+        return JobEstimate(
+            total_iterations=total,
+            remaining_iterations=max(total - done, 0.0),
+            prior_iterations=prior,
+            num_observations=count,
+            fitted=fitted,
+            source="prior" if fitted is None else "fit",
+        )
