@@ -49,4 +49,12 @@ def simulate(
     return run_episode(workload, policy, cluster, config, seed).metrics
 
 
+def _register() -> None:
+    from cluster_envs.envs.registration import register_envs
+
+    register_envs()
+
+
+_register()
+
 __all__ = ["__version__", "load_workload", "simulate"]

@@ -25,7 +25,10 @@ BOUNDED_SLOWDOWN_TAU_S = 10.0
 
 
 class EpisodeRecord:
-    """Accumulates GPU-busy time and, optionally, a timeline of the cluster state.
+    """Accumulates busy GPU-seconds, queued and in-system job-seconds, and a timeline.
+
+    ``system_job_s`` (queued + running jobs integrated over time) equals the sum of the
+    JCTs of finished jobs plus the age of unfinished ones: the JCT reward's integrand.
 
     The timeline has one row per instant at which the state changed:
     ``(time_s, num_queued, num_running, busy_gpus)``.
@@ -35,6 +38,7 @@ class EpisodeRecord:
         self.keep_timeline = keep_timeline
         self.busy_gpu_s = 0.0
         self.queued_job_s = 0.0
+        self.system_job_s = 0.0
         self.times: list[float] = []
         self.queued: list[int] = []
         self.running: list[int] = []
@@ -45,6 +49,7 @@ class EpisodeRecord:
         busy = sim.inventory.num_gpus - sim.inventory.num_free
         self.busy_gpu_s += busy * (t1 - t0)
         self.queued_job_s += len(sim.queue) * (t1 - t0)
+        self.system_job_s += (len(sim.queue) + len(sim.active)) * (t1 - t0)
         if self.keep_timeline:
             self.sample(sim, t0)
 

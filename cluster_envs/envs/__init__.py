@@ -1,0 +1,1 @@
+"""Gymnasium adapters over the simulator (registered on ``import cluster_envs``)."""

@@ -1,0 +1,56 @@
+"""Env kwargs -> validated configs, with named presets.
+
+Every env takes JSON-serialisable kwargs: ``preset`` (a named bundle of defaults), then
+overrides of the env's own fields, of the workload source (``workload``, ``trace``,
+``num_jobs``, ``load``, ...), ``cluster`` and ``sim`` (a SimConfig mapping). Unknown keys
+raise a ConfigError naming the key and the closest valid one.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from typing import Any, TypeVar
+
+from cluster_envs.config import SimConfig, from_dict, suggest
+from cluster_envs.envs.episodes import WorkloadSource, as_tuple
+from cluster_envs.errors import ConfigError
+
+T = TypeVar("T")
+
+
+def split_kwargs(
+    env_cls: type[T],
+    kwargs: Mapping[str, Any],
+    presets: Mapping[str, Mapping[str, Any]],
+    sim_defaults: Mapping[str, Any] | None = None,
+) -> tuple[T, WorkloadSource, SimConfig]:
+    """Resolve ``preset`` + overrides into (env config, workload source, sim config)."""
+    kwargs = dict(kwargs)
+    preset = kwargs.pop("preset", "default")
+    if preset not in presets:
+        raise ConfigError(
+            f"unknown preset {preset!r}{suggest(preset, presets)}; presets: {', '.join(presets)}"
+        )
+    merged = {**presets[preset], **kwargs}
+    env_fields = {f.name for f in dataclasses.fields(env_cls)}  # type: ignore[arg-type]
+    source_fields = {f.name for f in dataclasses.fields(WorkloadSource)}
+    env_kw: dict[str, Any] = {}
+    source_kw: dict[str, Any] = {}
+    sim_kw: dict[str, Any] = dict(sim_defaults or {})
+    for key, value in merged.items():
+        if key == "sim":
+            if not isinstance(value, Mapping):
+                raise ConfigError(f"sim must be a mapping of SimConfig fields, got {value!r}")
+            sim_kw.update(value)
+        elif key in env_fields:
+            env_kw[key] = tuple(value) if isinstance(value, list) else value
+        elif key in source_fields:
+            source_kw[key] = as_tuple(value) if key == "workload" else value
+        else:
+            valid = sorted(env_fields | source_fields | {"sim", "preset", "render_mode"})
+            raise ConfigError(
+                f"unknown {env_cls.__name__} kwarg {key!r}{suggest(key, valid)}; valid: "
+                + ", ".join(valid)
+            )
+    return env_cls(**env_kw), WorkloadSource(**source_kw), from_dict(SimConfig, sim_kw)

@@ -1,0 +1,164 @@
+"""Observation encoders: cluster state -> a flat, normalised float32 vector.
+
+Every value lies in [0, 1]. Durations use ``log1p(t / 60 s) / log1p(TIME_NORM_S / 60 s)``
+(clipped), so seconds-long and week-long jobs both stay distinguishable. Job lengths are
+always *estimates* (:mod:`cluster_envs.sim.estimate`): the prior for a job that has not
+run, the fitted loss curve for one that has.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING
+
+import numpy as np
+from gymnasium import spaces
+
+from cluster_envs.config import GPU_SPEED, REFERENCE_INTER_NODE_GBPS, ClusterConfig
+from cluster_envs.perf import zoo
+from cluster_envs.perf.speed import packed_shape
+
+if TYPE_CHECKING:
+    from cluster_envs.envs.moldable import MoldableConfig
+    from cluster_envs.sim.engine import Simulator
+
+#: Durations are normalised against 30 days.
+TIME_NORM_S = 30 * 24 * 3600.0
+_LOG_TIME_NORM = math.log1p(TIME_NORM_S / 60.0)
+#: Queue lengths are normalised against this many jobs.
+QUEUE_NORM = 200.0
+MODEL_NAMES = (*zoo.ZOO_MODELS, "other")
+
+
+def norm_time(seconds: float) -> float:
+    """A duration in [0, 1] on a log scale (0 s -> 0, 30 days -> 1)."""
+    if not seconds > 0:
+        return 0.0
+    return min(math.log1p(seconds / 60.0) / _LOG_TIME_NORM, 1.0)
+
+
+def squash(x: float) -> float:
+    """Map ``[0, inf)`` to ``[0, 1)`` monotonically: ``x / (1 + x)``."""
+    return x / (1.0 + x) if x > 0 else 0.0
+
+
+def prior_curve_features(model: str) -> tuple[float, float, float]:
+    """The model's prior loss-curve parameters (in fraction-of-training units), squashed."""
+    if model not in zoo.ZOO_MODELS:
+        return (0.0, 0.0, 0.0)
+    c = zoo.get_model(model).loss_curve_fraction
+    return (squash(c.b0), squash(c.b1), squash(c.b2))
+
+
+class MoldableEncoder:
+    """Encodes the MoldableScheduling state (see :meth:`describe` for every index).
+
+    Per window slot (K slots, in queue order), ``slot_size`` values:
+    ``present``, ``age``, ``requested_gpus``, ``min_gpus``, ``max_gpus`` (GPU counts over
+    the largest level), ``est_runtime@L`` for each level L (0 if not allowed),
+    ``feasible@L`` for each level, ``prior_curve_b0/b1/b2``, ``model=<name>`` one-hot.
+    Then the cluster: ``free_gpu_fraction``, ``nodes_with_free=g`` for g = 0..G (fraction
+    of nodes), ``running_jobs`` (over total GPUs), ``running_remaining_i`` and
+    ``running_gpus_i`` for the ``num_running_slots`` running jobs closest to finishing,
+    ``queue_beyond_window``, ``queued_gpu_demand``.
+    """
+
+    def __init__(self, config: MoldableConfig, cluster: ClusterConfig) -> None:
+        self.config = config
+        self.levels = config.levels
+        self.max_level = float(config.levels[-1])
+        self.gpus_per_node = cluster.max_gpus_per_node
+        self.num_gpus = cluster.num_gpus
+        self.best_speed = max(GPU_SPEED[g.gpu_type] for g in cluster.node_groups)
+        self.network = cluster.inter_node_gbps / REFERENCE_INTER_NODE_GBPS
+        p = len(self.levels)
+        self.slot_size = 5 + 2 * p + 3 + len(MODEL_NAMES)
+        self.cluster_size = 1 + (self.gpus_per_node + 1) + 1 + 2 * config.num_running_slots + 2
+        size = config.window * self.slot_size + self.cluster_size
+        self.space = spaces.Box(0.0, 1.0, shape=(size,), dtype=np.float32)
+        self._slot_cache: dict[int, np.ndarray] = {}
+
+    def reset(self) -> None:
+        """Forget per-episode caches."""
+        self._slot_cache = {}
+
+    def describe(self) -> list[str]:
+        """The name of every observation index."""
+        names = []
+        per_slot = ["present", "age", "requested_gpus", "min_gpus", "max_gpus"]
+        per_slot += [f"est_runtime@{lv}" for lv in self.levels]
+        per_slot += [f"feasible@{lv}" for lv in self.levels]
+        per_slot += ["prior_curve_b0", "prior_curve_b1", "prior_curve_b2"]
+        per_slot += [f"model={m}" for m in MODEL_NAMES]
+        for k in range(self.config.window):
+            names += [f"slot{k}.{n}" for n in per_slot]
+        names.append("free_gpu_fraction")
+        names += [f"nodes_with_free={g}" for g in range(self.gpus_per_node + 1)]
+        names.append("running_jobs")
+        for i in range(self.config.num_running_slots):
+            names += [f"running_remaining_{i}", f"running_gpus_{i}"]
+        names += ["queue_beyond_window", "queued_gpu_demand"]
+        return names
+
+    def _static_slot(self, sim: Simulator, j: int) -> np.ndarray:
+        """Slot features that do not change while the job waits (cached per job)."""
+        cached = self._slot_cache.get(j)
+        if cached is not None:
+            return cached
+        spec = sim.jobs[j]
+        est = sim.estimator.estimate(j)
+        out = np.zeros(self.slot_size, dtype=np.float32)
+        out[0] = 1.0
+        out[2] = min(spec.num_gpus / self.max_level, 1.0)
+        out[3] = min(spec.min_gpus / self.max_level, 1.0)
+        out[4] = min(spec.max_gpus / self.max_level, 1.0)
+        for i, lv in enumerate(self.levels):
+            if spec.min_gpus <= lv <= spec.max_gpus:
+                shape = packed_shape(lv, self.gpus_per_node)
+                rate = spec.speed.throughput(shape, self.best_speed, self.network)
+                out[5 + i] = norm_time(est.remaining_iterations / rate)
+        base = 5 + 2 * len(self.levels)
+        out[base : base + 3] = prior_curve_features(spec.model)
+        model = spec.model if spec.model in zoo.ZOO_MODELS else "other"
+        out[base + 3 + MODEL_NAMES.index(model)] = 1.0
+        self._slot_cache[j] = out
+        return out
+
+    def encode(self, sim: Simulator, window: list[int], mask: np.ndarray) -> np.ndarray:
+        """The observation for the current state."""
+        obs = np.zeros(self.space.shape[0], dtype=np.float32)
+        p = len(self.levels)
+        now = sim.now_s
+        for k, j in enumerate(window):
+            start = k * self.slot_size
+            obs[start : start + self.slot_size] = self._static_slot(sim, j)
+            obs[start + 1] = norm_time(now - sim.jobs[j].submit_time_s)
+            obs[start + 5 + p : start + 5 + 2 * p] = mask[k * p : (k + 1) * p]
+        c = self.config.window * self.slot_size
+        inv = sim.inventory
+        obs[c] = inv.num_free / inv.num_gpus
+        hist = np.bincount(
+            np.minimum(inv.free, self.gpus_per_node), minlength=self.gpus_per_node + 1
+        )
+        obs[c + 1 : c + 2 + self.gpus_per_node] = hist / len(inv.free)
+        c += 2 + self.gpus_per_node
+        obs[c] = min(len(sim.active) / self.num_gpus, 1.0)
+        c += 1
+        m = self.config.num_running_slots
+        if m and sim.active:
+            remaining = []
+            for j in sim.active:
+                rate = sim.rate[j]
+                est = sim.estimator.estimate(j)
+                secs = est.remaining_iterations / rate if rate > 0 else 0.0
+                remaining.append((secs, int(sim.num_gpus_held[j])))
+            remaining.sort()
+            for i, (secs, gpus) in enumerate(remaining[:m]):
+                obs[c + 2 * i] = norm_time(secs)
+                obs[c + 2 * i + 1] = min(gpus / self.max_level, 1.0)
+        c += 2 * m
+        beyond = max(len(sim.queue) - len(window), 0)
+        obs[c] = min(math.log1p(beyond) / math.log1p(QUEUE_NORM), 1.0)
+        demand = sum(sim.jobs[j].num_gpus for j in sim.queue)
+        obs[c + 1] = min(demand / self.num_gpus, 1.0)
+        return obs

@@ -1,0 +1,314 @@
+"""``cluster_envs/MoldableScheduling-v0``: pick the next job and its parallelism."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from gymnasium import spaces
+
+from cluster_envs.envs.base import ClusterEnvBase
+from cluster_envs.envs.config import split_kwargs
+from cluster_envs.envs.features import MoldableEncoder
+from cluster_envs.errors import ConfigError, InfeasibleDecisionError
+from cluster_envs.policies.placement import ConsolidatedPlacement
+from cluster_envs.types import Allocate, Decision, JobKind, JobSpec
+from cluster_envs.workload import Workload
+
+
+@dataclass(frozen=True)
+class MoldableConfig:
+    """Settings of MoldableScheduling (all JSON-serialisable kwargs of the env).
+
+    Attributes:
+        cluster: Cluster preset name.
+        window: K, the queued jobs visible and selectable (in submission order).
+        levels: Allowed degrees of parallelism, ascending (P = len(levels)).
+        reward_scale_s: Reward = -(jobs in system) * dt / reward_scale_s.
+        horizon_s: Truncate the episode at this simulated time (None: never).
+        num_running_slots: Running jobs whose remaining time is shown (shortest first).
+        placement: ``"first-fit"`` or ``"best-fit"`` consolidated placement.
+    """
+
+    cluster: str = "small"
+    window: int = 8
+    levels: tuple[int, ...] = (1, 2, 4, 8, 16)
+    reward_scale_s: float = 3600.0
+    horizon_s: float | None = None
+    num_running_slots: int = 8
+    placement: str = "first-fit"
+
+    def __post_init__(self) -> None:
+        if self.window < 1:
+            raise ConfigError(f"window must be >= 1, got {self.window}")
+        levels = self.levels
+        if not levels or list(levels) != sorted(set(levels)) or levels[0] < 1:
+            raise ConfigError(f"levels must be distinct, ascending and >= 1, got {levels}")
+        if not self.reward_scale_s > 0:
+            raise ConfigError(f"reward_scale_s must be > 0, got {self.reward_scale_s}")
+        if self.num_running_slots < 0:
+            raise ConfigError("num_running_slots must be >= 0")
+
+
+PRESETS: dict[str, dict[str, Any]] = {
+    # 40 Philly-like moldable jobs per episode at full offered load on 8 x 4 T4.
+    "default": {"cluster": "small", "workload": "synthetic", "num_jobs": 40, "load": 1.0},
+    "toy": {"cluster": "toy", "workload": "synthetic", "num_jobs": 12, "load": 1.0},
+    # The Pollux testbed and its eight 160-job evaluation workloads.
+    "pollux": {
+        "cluster": "pollux-testbed",
+        "workload": [f"pollux-{i}" for i in range(1, 9)],
+        "num_jobs": None,
+    },
+    # 100 consecutive jobs of the shipped Philly sample per episode.
+    "philly": {"cluster": "pollux-testbed", "workload": "philly-sample", "num_jobs": 100},
+}
+
+
+class MoldableSchedulingEnv(ClusterEnvBase):
+    """Select a queued job and its degree of parallelism; minimise average JCT.
+
+    ## Description
+    A GPU cluster receives moldable deep-learning jobs (their GPU count is chosen at
+    start and kept until they end). Whenever GPUs are free and jobs wait, the agent picks
+    one of the first K queued jobs and a parallelism level, or waits for the next event
+    (an arrival or a completion). Several picks may happen at one instant. The chosen job
+    is placed by consolidated first-fit; its speed follows the real Pollux throughput
+    model for that placement, so a larger level is faster but sub-linearly, and a job
+    spread over nodes syncs more slowly.
+
+    ## Action Space
+    ``Discrete(K * P + 1)``: action ``k * P + p`` starts window slot ``k`` at
+    ``levels[p]`` GPUs; action ``K * P`` waits. Exact masks: ``action_masks()`` and
+    ``info["action_mask"]``. An infeasible action (from an algorithm without masks) acts
+    as "wait" and is counted in ``info["num_invalid_actions"]``; it never ends the
+    episode. When nothing can happen any more but a start, "wait" is masked, and if
+    chosen anyway the first feasible start is taken (``info["num_forced_actions"]``).
+
+    ## Observation Space
+    A flat ``Box(0, 1, float32)``; field by field in
+    :class:`cluster_envs.envs.features.MoldableEncoder` (``encoder.describe()`` lists
+    every index). Per window slot: present, age, requested / min / max GPUs, the
+    *estimated* runtime at each level (estimated remaining iterations from the job's
+    prior or fitted loss curve over the fitted throughput model -- never the true
+    length), which levels are feasible now, the model's prior loss-curve parameters and a
+    model one-hot. Cluster: free-GPU fraction, a histogram of free GPUs per node, running
+    jobs' estimated remaining times and sizes, queue length beyond the window, queued GPU
+    demand.
+
+    ## Rewards
+    ``-(jobs in system) * dt / reward_scale_s`` over the simulated time each step
+    advances, so the return is minus the total JCT / ``reward_scale_s``. Components in
+    ``info["reward_components"]`` (``"jct"``).
+
+    ## Starting State
+    The episode's workload comes from the seed (:mod:`cluster_envs.envs.episodes`); the
+    first observation is the first decision point.
+
+    ## Episode End
+    Terminated when every job has finished; truncated at ``horizon_s`` if set.
+    ``info["episode_metrics"]`` then holds ``avg_jct_s``, ``p95_jct_s``, ``makespan_s``,
+    ``avg_queue_s``, ``gpu_utilization``, ``bounded_slowdown``, the lower bound and ratio.
+
+    ## Arguments
+    ``preset`` (``default``, ``toy``, ``pollux``, ``philly``), the fields of
+    :class:`MoldableConfig`, the workload source (``workload``, ``trace``, ``num_jobs``,
+    ``load``, ``max_gpus_cap``, ``time_scale``), ``sim`` (SimConfig overrides),
+    ``render_mode`` (``"ansi"`` or ``"rgb_array"``).
+
+    ## Version History
+    * v0: initial version.
+    """
+
+    def __init__(self, render_mode: str | None = None, **kwargs: Any) -> None:
+        config, source, sim_config = split_kwargs(MoldableConfig, kwargs, PRESETS)
+        if JobKind(source.kind) is JobKind.RIGID:
+            source = dataclasses.replace(source, kind="moldable")
+        super().__init__(config.cluster, sim_config, source, render_mode)
+        self.config = config
+        self.levels = config.levels
+        self.placement_policy = ConsolidatedPlacement(config.placement)
+        self.encoder = MoldableEncoder(config, self.cluster)
+        k, p = config.window, len(config.levels)
+        self.wait_action = k * p
+        self.action_space = spaces.Discrete(k * p + 1)
+        self.observation_space = self.encoder.space
+        self.num_invalid_actions = 0
+        self.num_forced_actions = 0
+        self._mask = np.zeros(k * p + 1, dtype=bool)
+        self._mask_version = -1
+
+    # ------------------------------------------------------------------ workload
+    def _episode_workload(self, episode_seed: int) -> Workload:
+        workload = super()._episode_workload(episode_seed)
+        return workload.with_jobs([self._snap(job) for job in workload.jobs])
+
+    def _snap(self, job: JobSpec) -> JobSpec:
+        """Moldable job over the env's levels: [levels[0], cap], request snapped down."""
+        top = max((lv for lv in self.levels if lv <= min(job.max_gpus, self.cluster.num_gpus)),
+                  default=self.levels[0])  # fmt: skip
+        request = max((lv for lv in self.levels if lv <= job.num_gpus), default=self.levels[0])
+        return dataclasses.replace(
+            job,
+            kind=JobKind.MOLDABLE,
+            min_gpus=self.levels[0],
+            num_gpus=min(request, top),
+            max_gpus=top,
+        )
+
+    # ------------------------------------------------------------------ API
+    def reset(
+        self, *, seed: int | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[np.ndarray, dict[str, Any]]:
+        self._new_episode(seed)
+        self.num_invalid_actions = 0
+        self.num_forced_actions = 0
+        self._mask_version = -1
+        self.encoder.reset()
+        self._note_occupancy()
+        terminated, truncated = self._advance(min_one_event=False)
+        info = self._info(0.0, False)
+        return self._get_obs(), self._finish_info(info, terminated or truncated)
+
+    def step(self, action: int) -> tuple[np.ndarray, float, bool, bool, dict[str, Any]]:
+        if self.sim is None:
+            raise RuntimeError("call reset() before step()")
+        before = self._system_job_s()
+        mask = self.action_masks()
+        invalid = not (0 <= int(action) < len(mask)) or not mask[int(action)]
+        a = int(action)
+        if invalid:
+            self.num_invalid_actions += 1
+            a = self.wait_action
+            if not mask[a]:  # nothing else can happen: take the first feasible start
+                a = int(np.flatnonzero(mask)[0])
+                self.num_forced_actions += 1
+        terminated = truncated = False
+        if a == self.wait_action:
+            terminated, truncated = self._advance(min_one_event=True)
+        else:
+            self._start(a)
+            if not self._decision_point():
+                terminated, truncated = self._advance(min_one_event=True)
+        jct = -(self._system_job_s() - before) / self.config.reward_scale_s
+        info = self._info(jct, invalid)
+        return (
+            self._get_obs(),
+            jct,
+            terminated,
+            truncated,
+            self._finish_info(info, terminated or truncated),
+        )
+
+    def action_masks(self) -> np.ndarray:
+        """Which actions are feasible now (the wait action is last)."""
+        sim = self.sim
+        if self._mask_version == sim._state_version:
+            return self._mask.copy()
+        mask = np.zeros(self.action_space.n, dtype=bool)
+        free = sim.inventory.num_free
+        p = len(self.levels)
+        for k, j in enumerate(self._window_ids()):
+            spec = sim.jobs[j]
+            for i, lv in enumerate(self.levels):
+                if spec.min_gpus <= lv <= spec.max_gpus and lv <= free:
+                    mask[k * p + i] = True
+        mask[self.wait_action] = not mask.any() or sim.next_event_time() < math.inf
+        self._mask, self._mask_version = mask, sim._state_version
+        return mask.copy()
+
+    # ------------------------------------------------------------------ internals
+    def _window_ids(self) -> list[int]:
+        ids = []
+        for j in self.sim.queue:
+            ids.append(j)
+            if len(ids) == self.config.window:
+                break
+        return ids
+
+    def _decision_point(self) -> bool:
+        """Some window job fits at some level now."""
+        free = self.sim.inventory.num_free
+        if not self.sim.queue or free < self.levels[0]:
+            return False
+        return any(self.sim.jobs[j].min_gpus <= free for j in self._window_ids())
+
+    def _start(self, action: int) -> None:
+        k, i = divmod(action, len(self.levels))
+        j = self._window_ids()[k]
+        self.sim.apply(Decision((Allocate(j, self.place(j, self.levels[i])),)))
+        self._note_occupancy()
+
+    def place(self, job_id: int, num_gpus: int) -> tuple[tuple[int, int], ...]:
+        """Where the env puts ``num_gpus`` GPUs of ``job_id`` now (consolidated)."""
+        view = self.sim.view()
+        placement = self.placement_policy.place(
+            view, view.job(job_id), num_gpus, self.sim.inventory.free.copy()
+        )
+        if placement is None:
+            raise InfeasibleDecisionError(f"job {job_id}: {num_gpus} GPUs do not fit")
+        return placement
+
+    def _advance(self, min_one_event: bool) -> tuple[bool, bool]:
+        """Run events until the next decision point; returns (terminated, truncated)."""
+        sim = self.sim
+        horizon = math.inf if self.config.horizon_s is None else self.config.horizon_s
+        while True:
+            if sim.done:
+                return True, False
+            if not min_one_event and self._decision_point():
+                return False, False
+            t = sim.next_event_time()
+            if t > horizon:
+                sim.advance_to(horizon)
+                return False, True
+            if t == math.inf:
+                raise RuntimeError("no event left but no decision possible (a simulator bug)")
+            sim.step()
+            self._note_occupancy()
+            min_one_event = False
+
+    def _get_obs(self) -> np.ndarray:
+        return self.encoder.encode(self.sim, self._window_ids(), self.action_masks())
+
+    def _info(self, jct_reward: float, invalid: bool) -> dict[str, Any]:
+        return {
+            "action_mask": self.action_masks(),
+            "invalid_action": invalid,
+            "num_invalid_actions": self.num_invalid_actions,
+            "num_forced_actions": self.num_forced_actions,
+            "reward_components": {"jct": jct_reward},
+            "time_s": self.sim.now_s,
+            "num_queued": len(self.sim.queue),
+            "num_running": len(self.sim.active),
+        }
+
+    # ------------------------------------------------------------------ heuristics
+    def action_for(self, decision: Decision) -> int:
+        """The action that carries out the first start of a heuristic's ``decision``.
+
+        Used to run any SchedulingPolicy through the env (the parity check). Raises if
+        the decision starts a job outside the window, at a size that is not a level, or
+        on other nodes than the env's placement rule would choose.
+        """
+        if not decision.actions:
+            return self.wait_action
+        action = decision.actions[0]
+        if not isinstance(action, Allocate) or not action.placement:
+            raise InfeasibleDecisionError(f"MoldableScheduling cannot express {action!r}")
+        window = self._window_ids()
+        if action.job_id not in window:
+            raise InfeasibleDecisionError(
+                f"job {action.job_id} is outside the window of {self.config.window} jobs"
+            )
+        n = sum(g for _, g in action.placement)
+        if n not in self.levels:
+            raise InfeasibleDecisionError(f"job {action.job_id}: {n} GPUs is not a level")
+        if tuple(sorted(action.placement)) != self.place(action.job_id, n):
+            raise InfeasibleDecisionError(
+                f"job {action.job_id}: placement {action.placement} differs from the env's"
+            )
+        return window.index(action.job_id) * len(self.levels) + self.levels.index(n)
