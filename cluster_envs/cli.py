@@ -7,6 +7,7 @@ so later layers (training, benchmarking, placement) plug in without an if/elif c
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import math
 import sys
@@ -84,20 +85,32 @@ def _run_simulate(args: argparse.Namespace) -> int:
 
 Command = tuple[str, Callable[[argparse.ArgumentParser], None], Callable[[argparse.Namespace], int]]
 
-COMMANDS: dict[str, Command] = {
-    "simulate": (
-        "run heuristic policies on a workload (no gym) and print a table of metrics",
-        _add_simulate,
-        _run_simulate,
-    ),
+SIMULATE: Command = (
+    "run heuristic policies on a workload (no gym) and print a table of metrics",
+    _add_simulate,
+    _run_simulate,
+)
+
+#: Subcommand name -> Command, or "module:attr" of one (imported when the parser is
+#: built; keep heavy imports inside the run function).
+COMMANDS: dict[str, Command | str] = {
+    "simulate": SIMULATE,
 }
+
+
+def _command(entry: Command | str) -> Command:
+    if not isinstance(entry, str):
+        return entry
+    module, _, attr = entry.partition(":")
+    return getattr(importlib.import_module(module), attr)
 
 
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser with every registered subcommand."""
     parser = argparse.ArgumentParser(prog="cluster-envs", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
-    for name, (help_text, add_arguments, _) in COMMANDS.items():
+    for name, entry in COMMANDS.items():
+        help_text, add_arguments, _ = _command(entry)
         add_arguments(sub.add_parser(name, help=help_text, description=help_text))
     return parser
 
@@ -106,7 +119,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``cluster-envs`` console script."""
     args = build_parser().parse_args(argv)
     try:
-        return COMMANDS[args.command][2](args)
+        return _command(COMMANDS[args.command])[2](args)
     except (ClusterEnvsError, FileNotFoundError) as exc:
         print(f"cluster-envs {args.command}: error: {exc}", file=sys.stderr)
         return 2

@@ -25,6 +25,11 @@ POLICIES: dict[str, Factory | str] = {
 }
 
 
+#: Parametrised names ``prefix:argument`` -> factory taking the argument (e.g.
+#: ``sb3:runs/x/best_model.zip``, ``pretrained:MoldableScheduling-v0``).
+PREFIXES: dict[str, Factory | str] = {}
+
+
 def register_policy(name: str, factory: Factory | str, *, overwrite: bool = False) -> None:
     """Add a policy under ``name`` (a factory or a ``"module:attr"`` string)."""
     if name in POLICIES and not overwrite and POLICIES[name] != factory:
@@ -45,6 +50,9 @@ def make_policy(name: str | SchedulingPolicy, **kwargs: Any) -> SchedulingPolicy
         if not isinstance(name, SchedulingPolicy):
             raise ConfigError(f"{name!r} is neither a policy name nor a SchedulingPolicy")
         return name
+    prefix, sep, argument = name.partition(":")
+    if sep and prefix in PREFIXES:
+        return _resolve(PREFIXES[prefix])(argument, **kwargs)
     if name not in POLICIES:
         raise ConfigError(
             f"unknown policy {name!r}{suggest(name, POLICIES)}; known: {', '.join(sorted(POLICIES))}"
