@@ -147,10 +147,11 @@ class MoldableEncoder:
         m = self.config.num_running_slots
         if m and sim.active:
             remaining = []
+            estimator = sim.estimator
             for j in sim.active:
                 rate = sim.rate[j]
-                est = sim.estimator.estimate(j)
-                secs = est.remaining_iterations / rate if rate > 0 else 0.0
+                left = estimator.total_iterations(j) - sim.iterations_done(j)
+                secs = left / rate if rate > 0 else 0.0
                 remaining.append((secs, int(sim.num_gpus_held[j])))
             remaining.sort()
             for i, (secs, gpus) in enumerate(remaining[:m]):

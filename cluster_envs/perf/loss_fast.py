@@ -14,11 +14,16 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import ArrayLike
 
-from cluster_envs.perf.loss_curve import MIN_FIT_POINTS, PARAM_FLOOR, _as_arrays
+from cluster_envs.perf.loss_curve import (
+    EARLIEST_WEIGHT,
+    MIN_FIT_POINTS,
+    PARAM_FLOOR,
+    _as_arrays,
+)
 from cluster_envs.types import LossCurveParams
 
 #: Candidate asymptotes, as fractions of the smallest observed loss.
-B2_GRID = np.concatenate([[0.0], 1.0 - np.geomspace(1.0, 1e-3, 47)[1:], [0.9995]])
+B2_GRID = np.concatenate([[0.0], 1.0 - np.geomspace(1.0, 1e-3, 31)[1:], [0.9995]])
 
 
 def fit_loss_curve_fast(
@@ -36,6 +41,19 @@ def fit_loss_curve_fast(
         Parameters with ``b0, b1 > 0`` and ``0 <= b2 < min(loss)``.
     """
     k_arr, loss_arr, w = _as_arrays(k, loss, weights)
+    return fit_arrays(k_arr, loss_arr, w)
+
+
+def ramp_weights(k: np.ndarray) -> np.ndarray:
+    """The default weights: a linear ramp from 0.25 (earliest point) to 1 (latest)."""
+    span = float(k[-1] - k[0]) if len(k) > 1 else 0.0
+    if span <= 0:
+        return np.ones_like(k)
+    return EARLIEST_WEIGHT + (1.0 - EARLIEST_WEIGHT) * (k - k[0]) / span
+
+
+def fit_arrays(k_arr: np.ndarray, loss_arr: np.ndarray, w: np.ndarray) -> LossCurveParams:
+    """:func:`fit_loss_curve_fast` on validated float arrays (no checks; hot path)."""
     lo = float(loss_arr.min())
     b2 = (B2_GRID * lo)[:, None]  # (G, 1)
     y = 1.0 / np.maximum(loss_arr[None, :] - b2, PARAM_FLOOR)  # (G, n)
@@ -57,4 +75,4 @@ def fit_loss_curve_fast(
     return LossCurveParams(b0=float(b0[best]), b1=float(b1[best]), b2=float(b2[best, 0]))
 
 
-__all__ = ["MIN_FIT_POINTS", "fit_loss_curve_fast"]
+__all__ = ["MIN_FIT_POINTS", "fit_arrays", "fit_loss_curve_fast", "ramp_weights"]
