@@ -95,6 +95,9 @@ SIMULATE: Command = (
 #: built; keep heavy imports inside the run function).
 COMMANDS: dict[str, Command | str] = {
     "simulate": SIMULATE,
+    "benchmark": "cluster_envs.harness.command:BENCHMARK",
+    "train": "agents.cli:TRAIN",
+    "evaluate": "agents.cli:EVALUATE",
 }
 
 

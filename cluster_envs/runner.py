@@ -19,6 +19,7 @@ from cluster_envs.policies.base import SchedulingPolicy
 from cluster_envs.policies.registry import make_policy
 from cluster_envs.sim.engine import Simulator
 from cluster_envs.sim.metrics import compute_metrics
+from cluster_envs.sim.quality import QualitySettings, quality_metrics, track_quality
 from cluster_envs.types import JobSpec
 
 
@@ -36,12 +37,14 @@ class EpisodeResult:
         jobs: Per-job arrays ``job_id, submit_time_s, first_start_s, finish_s,
             num_gpus, num_restarts`` (NaN where a job never started / finished).
         truncated: True if the horizon stopped the episode before every job finished.
+        segments: ``(job_id, start_s, end_s, placement)`` of every holding of GPUs.
     """
 
     metrics: dict[str, float]
     timeline: dict[str, np.ndarray] = field(repr=False)
     jobs: dict[str, np.ndarray] = field(repr=False)
     truncated: bool = False
+    segments: list = field(default_factory=list, repr=False)
 
 
 def _job_table(sim: Simulator) -> dict[str, np.ndarray]:
@@ -89,6 +92,7 @@ def run_episode(
     cluster: str | ClusterConfig | Mapping[str, Any] = "pollux-testbed",
     config: SimConfig | Mapping[str, Any] | None = None,
     seed: int | None = 0,
+    quality: bool | QualitySettings = False,
 ) -> EpisodeResult:
     """Simulate one episode of ``jobs`` under ``policy``.
 
@@ -98,6 +102,9 @@ def run_episode(
         cluster: Cluster preset name, ClusterConfig or mapping.
         config: Simulator settings; ``time_slice_s`` picks event-driven or round-based.
         seed: Seeds the policy's randomness.
+        quality: Also track model quality and add the quality metrics (``quality_auc``,
+            ``time_to_quality_s``, ...; :mod:`cluster_envs.sim.quality`); ``True`` or a
+            :class:`~cluster_envs.sim.quality.QualitySettings`.
 
     Returns:
         The episode's metrics, timeline and per-job table.
@@ -107,12 +114,17 @@ def run_episode(
     pol = make_policy(policy)
     pol.reset(seed)
     sim = Simulator(jobs, cluster, cfg, seed=0 if seed is None else seed)
+    if quality:
+        track_quality(sim, None if quality is True else quality)
     if cfg.time_slice_s is None:
         truncated = _run_events(sim, pol, cfg.horizon_s)
     else:
         truncated = _run_rounds(sim, pol, cfg.time_slice_s, cfg.horizon_s)
     sim.record.sample(sim)
-    return EpisodeResult(compute_metrics(sim), sim.record.timeline(), _job_table(sim), truncated)
+    metrics = compute_metrics(sim)
+    if quality:
+        metrics.update(quality_metrics(sim))
+    return EpisodeResult(metrics, sim.record.timeline(), _job_table(sim), truncated)
 
 
 def _run_events(sim: Simulator, policy: SchedulingPolicy, horizon_s: float | None) -> bool:

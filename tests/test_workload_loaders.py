@@ -51,7 +51,8 @@ def test_canonical_good_file() -> None:
     assert_reproduces_records(wl)
     by_name = {job.name: job for job in wl}
     assert by_name["b"].model == "cifar10" and by_name["b"].user == "bob"
-    assert by_name["b"].batch_size == zoo.get_model("cifar10").default_batch_size
+    # Weak scaling: 4 GPUs x the default 128 -> the smallest profiled batch >= 512.
+    assert by_name["b"].batch_size == 4 * zoo.get_model("cifar10").default_batch_size
     assert by_name["d"].model == "imagenet" and by_name["d"].num_gpus == 8
     assert by_name["c"].user is None and by_name["c"].model in zoo.ZOO_MODELS
     assert by_name["e"].model == HPC_MODEL and by_name["e"].loss_curve is None
@@ -256,3 +257,21 @@ def test_shipped_presets_load_from_package_data() -> None:
     assert min(job.recorded_duration_s for job in sample) >= 60
     for i in range(1, 9):
         assert len(load_workload(f"pollux-{i}")) == 160
+
+
+def test_batch_size_rules() -> None:
+    default = load_canonical(CANONICAL, batch_sizes="default")
+    sampled = load_canonical(CANONICAL, batch_sizes="sampled", seed=3)
+    for job in default:
+        if job.model in zoo.ZOO_MODELS:
+            assert job.batch_size == zoo.get_model(job.model).default_batch_size
+    assert all(
+        job.batch_size in zoo.get_model(job.model).batch_sizes
+        for job in sampled
+        if job.model in zoo.ZOO_MODELS
+    )
+    assert [j.batch_size for j in sampled] == [
+        j.batch_size for j in load_canonical(CANONICAL, batch_sizes="sampled", seed=3)
+    ]
+    with pytest.raises(ConfigError, match="unknown batch_sizes rule 'scaling'.*'scaled'"):
+        load_canonical(CANONICAL, batch_sizes="scaling")

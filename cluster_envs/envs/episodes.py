@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 
 import numpy as np
@@ -45,6 +45,12 @@ class WorkloadSource:
         kind: Job kind the loaders build (``rigid``, ``moldable``, ``malleable``).
         max_gpus_cap: Largest GPU count of moldable / malleable jobs.
         time_scale: Multiply trace inter-arrival times by this.
+        batch_sizes: Batch-size rule of jobs whose record gives none (``"scaled"``,
+            ``"default"``, ``"sampled"``; see :mod:`cluster_envs.workload.jobs`).
+        max_gpu_time_s: Synthetic only: cap on a job's GPU-seconds (None: Pollux's
+            1,000 GPU-hours).
+        gpu_demand: Synthetic only: probability of each requested GPU count, e.g.
+            ``{"1": 0.5, "4": 0.5}`` (None: the Philly mix).
     """
 
     workload: str | tuple[str, ...] = "synthetic"
@@ -54,6 +60,9 @@ class WorkloadSource:
     kind: str = "moldable"
     max_gpus_cap: int = 16
     time_scale: float = 1.0
+    batch_sizes: str = "scaled"
+    max_gpu_time_s: float | None = None
+    gpu_demand: dict[str, float] | None = field(default=None, hash=False)
 
     def __post_init__(self) -> None:
         if self.num_jobs is not None and self.num_jobs < 1:
@@ -84,6 +93,11 @@ class WorkloadSource:
         pool = self._pool()
         name = pool[int(rng.integers(len(pool)))] if len(pool) > 1 else pool[0]
         if name == "synthetic":
+            extra: dict = {}
+            if self.max_gpu_time_s is not None:
+                extra["max_gpu_time_s"] = self.max_gpu_time_s
+            if self.gpu_demand is not None:
+                extra["gpu_demand_probs"] = {int(k): float(v) for k, v in self.gpu_demand.items()}
             return synthetic_workload(
                 num_jobs=self.num_jobs or 40,
                 load=self.load,
@@ -91,8 +105,10 @@ class WorkloadSource:
                 seed=seed,
                 kind=self.kind,
                 max_gpus_cap=self.max_gpus_cap,
+                batch_sizes=self.batch_sizes,
+                **extra,
             )
-        full = _load_cached(name, self.kind, self.max_gpus_cap, self.time_scale)
+        full = _load_cached(name, self.kind, self.max_gpus_cap, self.time_scale, self.batch_sizes)
         if self.num_jobs is None or self.num_jobs >= len(full):
             return full
         start = int(rng.integers(len(full) - self.num_jobs + 1))
@@ -100,8 +116,12 @@ class WorkloadSource:
 
 
 @lru_cache(maxsize=32)
-def _load_cached(name: str, kind: str, max_gpus_cap: int, time_scale: float) -> Workload:
-    return load_workload(name, kind=kind, max_gpus_cap=max_gpus_cap, time_scale=time_scale)
+def _load_cached(
+    name: str, kind: str, max_gpus_cap: int, time_scale: float, batch_sizes: str
+) -> Workload:
+    return load_workload(
+        name, kind=kind, max_gpus_cap=max_gpus_cap, time_scale=time_scale, batch_sizes=batch_sizes
+    )
 
 
 def rebase(workload: Workload, start: int, count: int) -> Workload:

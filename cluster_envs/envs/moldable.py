@@ -53,10 +53,21 @@ class MoldableConfig:
             raise ConfigError("num_running_slots must be >= 0")
 
 
+#: Jobs of the synthetic presets: a heavier multi-GPU mix than Philly's (95% 1-GPU) and
+#: GPU-time capped at 8 h, so that queues form and the parallelism choice matters; batch
+#: sizes drawn over each model's profiled range, so some jobs scale well and some don't.
+SYNTHETIC_JOBS: dict[str, Any] = {
+    "workload": "synthetic",
+    "load": 2.0,
+    "batch_sizes": "sampled",
+    "max_gpu_time_s": 8 * 3600.0,
+    "gpu_demand": {"1": 0.5, "2": 0.15, "4": 0.2, "8": 0.15},
+}
+
 PRESETS: dict[str, dict[str, Any]] = {
-    # 40 Philly-like moldable jobs per episode at full offered load on 8 x 4 T4.
-    "default": {"cluster": "small", "workload": "synthetic", "num_jobs": 40, "load": 1.0},
-    "toy": {"cluster": "toy", "workload": "synthetic", "num_jobs": 12, "load": 1.0},
+    # 60 moldable jobs per episode at offered load 2 on 8 x 4 T4.
+    "default": {"cluster": "small", "num_jobs": 60, **SYNTHETIC_JOBS},
+    "toy": {"cluster": "toy", "num_jobs": 20, **SYNTHETIC_JOBS},
     # The Pollux testbed and its eight 160-job evaluation workloads.
     "pollux": {
         "cluster": "pollux-testbed",

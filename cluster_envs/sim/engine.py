@@ -69,6 +69,7 @@ class Simulator:
         self.num_restarts = np.zeros(n, dtype=np.int64)
         self.placement: list[Placement] = [()] * n
         self.num_gpus_held = np.zeros(n, dtype=np.int64)
+        self.held_since_s = np.zeros(n)
         self._version = [0] * n
         self.queue: dict[int, None] = {}  # insertion-ordered set, submission order
         self.active: dict[int, None] = {}  # running or rescaling, start order
@@ -226,6 +227,8 @@ class Simulator:
 
     def _release(self, j: int) -> None:
         self._sync_progress(j)
+        if self.record.keep_timeline:
+            self.record.segments.append((j, float(self.held_since_s[j]), self.now_s, self.placement[j]))
         self.inventory.give_back(self.placement[j])
         self.placement[j] = ()
         self.num_gpus_held[j] = 0
@@ -236,6 +239,7 @@ class Simulator:
         self._sync_progress(j)
         self.inventory.take(placement)
         self.placement[j] = placement
+        self.held_since_s[j] = self.now_s
         self.num_gpus_held[j] = sum(g for _, g in placement)
         if np.isnan(self.first_start_s[j]):
             self.first_start_s[j] = self.now_s

@@ -43,6 +43,8 @@ class EpisodeRecord:
         self.queued: list[int] = []
         self.running: list[int] = []
         self.busy: list[int] = []
+        #: (job_id, start_s, end_s, placement) of every finished holding of GPUs.
+        self.segments: list[tuple[int, float, float, tuple[tuple[int, int], ...]]] = []
 
     def account(self, t0: float, t1: float, sim: Simulator) -> None:
         """The state held from ``t0`` to ``t1``: add its busy GPU-seconds, log it."""

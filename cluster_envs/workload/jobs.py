@@ -6,8 +6,8 @@ file it came from:
 
 * **Duration-only records** (Philly, canonical CSV, synthetic): a record with a duration
   and a GPU count but no model gets a zoo model by ``model_for_gpu_time(duration *
-  num_gpus, rng)`` (Pollux's Philly-to-model mapping) and that model's default batch
-  size. Its work is ``total_iterations = duration_s * throughput(packed_shape(num_gpus,
+  num_gpus, rng)`` (Pollux's Philly-to-model mapping) and a batch size by the
+  ``batch_sizes`` rule (below). Its work is ``total_iterations = duration_s * throughput(packed_shape(num_gpus,
   ref_gpus_per_node), compute_speed=GPU_SPEED[reference_gpu_type])``, so at the recorded
   GPU count on a packed placement of the reference GPU type it runs exactly
   ``duration_s``; any other size, placement or GPU type changes the runtime through the
@@ -17,6 +17,16 @@ file it came from:
 * **HPC records** (SWF, model ``"hpc"``): speed ``SpeedupThroughput(rate_1=1,
   Downey(A, sigma))`` with per-job parameters drawn from the seeded RNG (see
   :func:`draw_downey`); work from the duration as above; no loss curve.
+
+Batch sizes of records without one (``JobOptions.batch_sizes``):
+
+* ``"scaled"`` (default): weak scaling, as users do -- the smallest profiled batch size
+  of the model that is at least ``default_batch_size * num_gpus`` (capped at the
+  largest profiled). A 1-GPU job keeps the default; an 8-GPU job gets a batch that
+  scales to 8 GPUs instead of one that runs slower there than on one GPU.
+* ``"default"``: the model's default (smallest profiled) batch size for every job.
+* ``"sampled"``: log-uniform over the model's profiled batch sizes (seeded), so some
+  jobs scale well and others do not -- what a moldable scheduler has to tell apart.
 
 Kinds: ``rigid`` jobs have ``min_gpus == max_gpus == num_gpus``; ``moldable`` and
 ``malleable`` jobs may use ``[min_gpus, max(max_gpus_cap, num_gpus)]`` GPUs (defaults
@@ -46,6 +56,8 @@ HPC_BATCH_SIZE = 1
 DOWNEY_SIGMA_RANGE = (0.0, 2.0)
 #: Average parallelism A is drawn log-uniformly in [n / F, n * F] (n = allocated procs).
 DOWNEY_A_SPREAD = 2.0
+#: Batch-size rules for records that give none.
+BATCH_RULES = ("scaled", "default", "sampled")
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,6 +96,7 @@ class JobOptions:
         min_gpus: Smallest GPU count of moldable/malleable jobs.
         max_gpus_cap: Largest GPU count of moldable/malleable jobs (a job that asked
             for more may use up to its request).
+        batch_sizes: Batch-size rule for records without one (see the module docstring).
     """
 
     kind: JobKind | str = JobKind.RIGID
@@ -92,8 +105,14 @@ class JobOptions:
     ref_gpus_per_node: int = 4
     min_gpus: int = 1
     max_gpus_cap: int = 16
+    batch_sizes: str = "scaled"
 
     def __post_init__(self) -> None:
+        if self.batch_sizes not in BATCH_RULES:
+            raise ConfigError(
+                f"unknown batch_sizes rule {self.batch_sizes!r}"
+                f"{suggest(self.batch_sizes, BATCH_RULES)}; rules: {', '.join(BATCH_RULES)}"
+            )
         if not isinstance(self.kind, JobKind):
             kinds = [k.value for k in JobKind]
             if self.kind not in kinds:
@@ -180,9 +199,10 @@ class JobFactory:
         """
         self.options = options or JobOptions()
         root = np.random.SeedSequence(self.options.seed) if seed is None else seed
-        model_rng, hpc_rng = (np.random.default_rng(s) for s in root.spawn(2))
+        model_rng, hpc_rng, batch_rng = (np.random.default_rng(s) for s in root.spawn(3))
         self._model_rng = model_rng
         self._hpc_rng = hpc_rng
+        self._batch_rng = batch_rng
         self._speeds: dict[tuple[str, int], SpeedModel] = {}
         self._rates: dict[tuple[str, int, int], float] = {}
         self._curves: dict[tuple[str, float], tuple[LossCurveParams, float]] = {}
@@ -201,7 +221,7 @@ class JobFactory:
             raise ConfigError(
                 f"record {record.name!r}: unknown model {model!r}{suggest(model, zoo.ZOO_MODELS)}"
             )
-        batch = record.batch_size or zoo.get_model(model).default_batch_size
+        batch = record.batch_size or self._batch(model, record.num_gpus)
         if record.duration_s is None:
             total = zoo.iterations_to_complete(model, batch)
         else:
@@ -253,6 +273,18 @@ class JobFactory:
             user=record.user,
             recorded_duration_s=record.duration_s,
         )
+
+    def _batch(self, model: str, num_gpus: int) -> int:
+        """The batch size of a record that gives none (``options.batch_sizes`` rule)."""
+        info = zoo.get_model(model)
+        rule = self.options.batch_sizes
+        if rule == "default":
+            return info.default_batch_size
+        sizes = sorted(info.batch_sizes)
+        if rule == "sampled":
+            return int(sizes[int(self._batch_rng.integers(len(sizes)))])
+        wanted = info.default_batch_size * num_gpus
+        return int(next((b for b in sizes if b >= wanted), sizes[-1]))
 
     def _speed(self, model: str, batch: int) -> SpeedModel:
         key = (model, batch)

@@ -227,6 +227,7 @@ def load_workload(
     ref_gpus_per_node: int = 4,
     min_gpus: int = 1,
     max_gpus_cap: int = 16,
+    batch_sizes: str = "scaled",
 ) -> Workload:
     """Load a trace file (format detected or given) or a named preset.
 
@@ -246,6 +247,8 @@ def load_workload(
         ref_gpus_per_node: Node size of the packed reference placement.
         min_gpus: Smallest GPU count of moldable/malleable jobs.
         max_gpus_cap: Largest GPU count of moldable/malleable jobs.
+        batch_sizes: Batch sizes of jobs whose record gives none: ``"scaled"`` (weak
+            scaling with the recorded GPUs), ``"default"`` or ``"sampled"``.
 
     Raises:
         TraceFormatError: A malformed file (``file:line: reason``).
@@ -262,6 +265,7 @@ def load_workload(
         "ref_gpus_per_node": ref_gpus_per_node,
         "min_gpus": min_gpus,
         "max_gpus_cap": max_gpus_cap,
+        "batch_sizes": batch_sizes,
     }
     target = os.fspath(path_or_preset)
     if format is not None and format not in FORMATS:

@@ -135,6 +135,7 @@ def synthetic_workload(
     ref_gpus_per_node: int = 4,
     min_gpus: int = 1,
     max_gpus_cap: int = 16,
+    batch_sizes: str = "scaled",
 ) -> Workload:
     """A Philly-like workload whose offered load on ``cluster`` is ``load``.
 
@@ -154,6 +155,7 @@ def synthetic_workload(
         ref_gpus_per_node: Node size of the packed reference placement.
         min_gpus: Smallest GPU count of moldable/malleable jobs.
         max_gpus_cap: Largest GPU count of moldable/malleable jobs.
+        batch_sizes: Batch-size rule (``"scaled"``, ``"default"``, ``"sampled"``).
     """
     records_seed, jobs_seed = np.random.SeedSequence(seed).spawn(2)
     records = synthetic_records(
@@ -174,6 +176,7 @@ def synthetic_workload(
         ref_gpus_per_node=ref_gpus_per_node,
         min_gpus=min_gpus,
         max_gpus_cap=max_gpus_cap,
+        batch_sizes=batch_sizes,
     )
     jobs = JobFactory(options, seed=jobs_seed).make_all(records)
     return Workload(

@@ -1,0 +1,148 @@
+"""Statistics for benchmark tables: means with Student-t confidence intervals.
+
+With ``n`` seeds, the 95% interval of a mean is ``mean +- t_{0.975, n-1} * s / sqrt(n)``
+with ``s`` the sample standard deviation (ddof=1). One seed gives an infinite half-width
+(reported as such, never as zero).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from scipy import stats
+
+#: Metrics where larger is better (every other metric is minimised).
+HIGHER_IS_BETTER = frozenset({"gpu_utilization", "quality_auc", "episode_return"})
+#: Metrics shown in summaries, in this order, when present.
+SUMMARY_METRICS = (
+    "avg_jct_s",
+    "p95_jct_s",
+    "avg_queue_s",
+    "bounded_slowdown",
+    "makespan_s",
+    "gpu_utilization",
+    "jct_ratio_to_lower_bound",
+    "quality_auc",
+    "time_to_quality_s",
+)
+
+
+@dataclass(frozen=True)
+class MeanCI:
+    """A mean, its confidence half-width and the number of samples."""
+
+    mean: float
+    half_width: float
+    n: int
+
+    @property
+    def low(self) -> float:
+        return self.mean - self.half_width
+
+    @property
+    def high(self) -> float:
+        return self.mean + self.half_width
+
+    def format(self, digits: int = 3) -> str:
+        """``mean ± half`` with a sensible number of significant digits."""
+        if math.isnan(self.mean):
+            return "nan"
+        if math.isinf(self.half_width):
+            return f"{_fmt(self.mean, digits)} ± inf"
+        return f"{_fmt(self.mean, digits)} ± {_fmt(self.half_width, digits)}"
+
+
+def _fmt(x: float, digits: int) -> str:
+    if x == 0 or not math.isfinite(x):
+        return f"{x}"
+    if abs(x) >= 1000:
+        return f"{x:,.0f}"
+    return f"{x:.{digits}g}"
+
+
+def mean_ci(values: Iterable[float], confidence: float = 0.95) -> MeanCI:
+    """Mean and Student-t confidence half-width of ``values`` (NaNs dropped)."""
+    arr = np.asarray([v for v in values if v is not None], dtype=float)
+    arr = arr[~np.isnan(arr)]
+    n = len(arr)
+    if n == 0:
+        return MeanCI(float("nan"), float("nan"), 0)
+    mean = float(arr.mean())
+    if n == 1:
+        return MeanCI(mean, float("inf"), 1)
+    sem = float(arr.std(ddof=1)) / math.sqrt(n)
+    t = float(stats.t.ppf(0.5 + confidence / 2.0, df=n - 1))
+    return MeanCI(mean, t * sem, n)
+
+
+def group_rows(
+    rows: Sequence[dict[str, Any]], keys: Sequence[str]
+) -> dict[tuple[Any, ...], list[dict[str, Any]]]:
+    """Rows grouped by the values of ``keys``, in first-seen order."""
+    groups: dict[tuple[Any, ...], list[dict[str, Any]]] = {}
+    for row in rows:
+        groups.setdefault(tuple(row[k] for k in keys), []).append(row)
+    return groups
+
+
+def summarize(
+    rows: Sequence[dict[str, Any]], baselines: Iterable[str] = ()
+) -> list[dict[str, Any]]:
+    """One summary row per (env, workload, policy): mean ± CI of every metric present.
+
+    ``improvement_vs_best_baseline_pct`` compares the policy's mean ``avg_jct_s`` (or
+    ``quality_auc`` where there is no JCT) with the best mean among ``baselines`` in the
+    same (env, workload): positive is better.
+    """
+    baselines = set(baselines)
+    out: list[dict[str, Any]] = []
+    ok = [r for r in rows if r.get("status", "ok") == "ok"]
+    for (env, workload), cell_rows in group_rows(ok, ("env", "workload")).items():
+        per_policy = group_rows(cell_rows, ("policy",))
+        summaries = {}
+        for (policy,), prow in per_policy.items():
+            metrics = {
+                m: mean_ci(r["metrics"].get(m, float("nan")) for r in prow)
+                for m in SUMMARY_METRICS
+                if any(m in r["metrics"] for r in prow)
+            }
+            summaries[policy] = metrics
+        key_metric = (
+            "avg_jct_s" if any("avg_jct_s" in s for s in summaries.values()) else "quality_auc"
+        )
+        best = _best_baseline(summaries, baselines, key_metric)
+        for policy, metrics in summaries.items():
+            row: dict[str, Any] = {
+                "env": env,
+                "workload": workload,
+                "policy": policy,
+                "num_seeds": max((c.n for c in metrics.values()), default=0),
+                "metrics": metrics,
+            }
+            if best is not None and key_metric in metrics:
+                mine = metrics[key_metric].mean
+                sign = -1.0 if key_metric not in HIGHER_IS_BETTER else 1.0
+                row["best_baseline"] = best[0]
+                row["improvement_vs_best_baseline_pct"] = (
+                    sign * 100.0 * (mine - best[1]) / abs(best[1])
+                )
+            out.append(row)
+    return out
+
+
+def _best_baseline(
+    summaries: dict[str, dict[str, MeanCI]], baselines: set[str], metric: str
+) -> tuple[str, float] | None:
+    candidates = [
+        (name, s[metric].mean)
+        for name, s in summaries.items()
+        if name in baselines and metric in s and not math.isnan(s[metric].mean)
+    ]
+    if not candidates:
+        return None
+    pick = max if metric in HIGHER_IS_BETTER else min
+    return pick(candidates, key=lambda c: c[1])
