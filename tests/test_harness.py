@@ -1,0 +1,107 @@
+"""The benchmark harness: statistics, the real CLI, outputs, reproducibility, errors."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import pytest
+from PIL import Image
+
+from cluster_envs.cli import main
+from cluster_envs.errors import ConfigError
+from cluster_envs.harness.backends import run_grid
+from cluster_envs.harness.grid import make_cells, parse_seeds, resolve_env_id
+from cluster_envs.harness.stats import mean_ci, summarize
+
+ARGS = ["--env", "MoldableScheduling-v0", "--policies", "fifo,fifo-skip", "--workload", "toy"]
+
+
+def test_confidence_interval_matches_hand_computation() -> None:
+    ci = mean_ci([1.0, 2.0, 3.0, 4.0])
+    # s = sqrt(5/3) = 1.290994; t(0.975, 3) = 3.182446; half = t * s / 2.
+    assert ci.mean == pytest.approx(2.5)
+    assert ci.half_width == pytest.approx(3.182446 * 1.290994 / 2, rel=1e-5)
+    assert math.isinf(mean_ci([5.0]).half_width)
+    assert mean_ci([float("nan"), 2.0, 4.0]).n == 2
+
+
+def test_improvement_over_best_baseline() -> None:
+    rows = [
+        {"env": "e", "workload": "w", "policy": p, "seed": s, "status": "ok",
+         "metrics": {"avg_jct_s": v}}
+        for p, vals in {"a": [100, 110], "b": [200, 190], "rl": [80, 90]}.items()
+        for s, v in enumerate(vals)
+    ]  # fmt: skip
+    summary = {r["policy"]: r for r in summarize(rows, baselines=["a", "b"])}
+    assert summary["rl"]["best_baseline"] == "a"
+    assert summary["rl"]["improvement_vs_best_baseline_pct"] == pytest.approx(
+        100 * (105 - 85) / 105
+    )
+    assert summary["b"]["improvement_vs_best_baseline_pct"] < 0
+
+
+def test_parse_seeds_and_names() -> None:
+    assert parse_seeds("0-3,7") == [0, 1, 2, 3, 7]
+    with pytest.raises(ConfigError, match="not N or A-B"):
+        parse_seeds("x-2")
+    with pytest.raises(ConfigError, match="did you mean 'MoldableScheduling-v0'"):
+        resolve_env_id("MoldableSchedulng-v0")
+
+
+def _run(out: Path, *extra: str) -> int:
+    return main(["benchmark", *ARGS, "--seeds", "0-1", "--out", str(out), "--no-progress", *extra])
+
+
+def test_tiny_grid_through_the_cli(tmp_path: Path) -> None:
+    out = tmp_path / "bench"
+    assert _run(out) == 0
+    doc = json.loads((out / "results.json").read_text())
+    assert doc["schema_version"] == 1 and doc["seeds"] == [0, 1]
+    assert len(doc["rows"]) == 1 * 1 * 2 * 2  # env x workload x policy x seed
+    for row in doc["rows"]:
+        assert {"env", "workload", "policy", "seed", "status", "metrics"} <= set(row)
+        assert row["status"] == "ok" and row["metrics"]["avg_jct_s"] > 0
+        assert row["metrics"]["jct_ratio_to_lower_bound"] >= 1.0
+    summary = (out / "summary.md").read_text()
+    assert "fifo-skip" in summary and "±" in summary
+    pngs = sorted(out.glob("*.png"))
+    assert {p.name.split("_")[0] for p in pngs} >= {"jct", "timeline", "gantt"}
+    for png in pngs:
+        with Image.open(png) as img:
+            img.verify()
+            assert img.size[0] > 100 and img.size[1] > 100
+
+
+def test_same_arguments_same_numbers_and_no_silent_overwrite(tmp_path: Path) -> None:
+    a, b = tmp_path / "a", tmp_path / "b"
+    assert _run(a, "--no-plots") == 0 and _run(b, "--no-plots") == 0
+
+    def numbers(folder: Path) -> list:
+        rows = json.loads((folder / "results.json").read_text())["rows"]
+        return [(r["policy"], r["seed"], r["metrics"]) for r in rows]
+
+    assert numbers(a) == numbers(b)
+    before = (a / "results.json").read_text()
+    assert _run(a, "--no-plots") == 2  # refuses: the folder holds results
+    assert (a / "results.json").read_text() == before
+    assert _run(a, "--no-plots", "--force") == 0
+
+
+def test_unknown_policy_is_a_clear_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code = main(["benchmark", "--env", "MoldableScheduling-v0", "--policies", "fifo,sjff",
+                 "--out", str(tmp_path / "x"), "--no-progress"])  # fmt: skip
+    assert code == 2
+    assert "unknown policy 'sjff'" in capsys.readouterr().err
+
+
+def test_worker_processes_give_identical_rows() -> None:
+    cells = make_cells(["cluster_envs/MoldableScheduling-v0"], {"toy": {"preset": "toy"}},
+                       ["fifo"], [0, 1, 2])  # fmt: skip
+    serial = run_grid(cells, "local", 1, progress=False)
+    parallel = run_grid(cells, "local", 2, progress=False)
+    strip = lambda rows: [{k: v for k, v in r.items() if k != "wall_s"} for r in rows]  # noqa: E731
+    assert strip(serial) == strip(parallel)
