@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Install cluster-envs and everything it needs into .venv at the repository root.
 # torch==2.13.0 goes first (a CPU build): a plain `torch` requirement on a machine
-# without it would pull a multi-GB CUDA build.
+# without it would pull a multi-GB CUDA build. The ray extra (Ray Tune, RLlib; it pins
+# gymnasium 1.2.2) is installed too: the benchmark's Ray backend is tested.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PYTHON=${PYTHON:-python3.11}
@@ -11,4 +12,4 @@ if [ ! -x .venv/bin/python ]; then
 fi
 .venv/bin/python -m pip install -q --disable-pip-version-check --upgrade pip
 .venv/bin/python -m pip install -q --disable-pip-version-check "torch==2.13.0"
-.venv/bin/python -m pip install -q --disable-pip-version-check -e ".[dev]"
+.venv/bin/python -m pip install -q --disable-pip-version-check -e ".[dev,ray]"
