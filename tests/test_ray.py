@@ -8,7 +8,6 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-
 import ray  # the `ray` extra is part of the test install (scripts/install.sh)
 
 from cluster_envs.harness.backends import run_grid
