@@ -1,0 +1,262 @@
+"""Model quality over time, integrated exactly from the jobs' progress.
+
+The quality of job ``j`` at time ``t`` is ``q_j(t) = Q_m(f_j(t))``: the normalised
+quality curve ``Q_m`` of its model (:func:`cluster_envs.perf.zoo.quality_curve`; a job
+without one -- HPC or hand-made -- uses ``Q(f) = f``) at the fraction of its training
+done, ``f_j = iterations done / total iterations`` (ground truth: these are metrics and
+rewards, never policy inputs). Between two simulator events every job's speed is
+constant, so ``f_j`` is linear in time there, and ``Q_m`` is piecewise linear in ``f``:
+:class:`QualityTracker` integrates ``q_j`` over each such interval exactly through the
+antiderivative of ``Q_m``. It is fed by the simulator's record (every change of time
+passes through :meth:`EpisodeRecord.account`), so the no-gym runner and the envs share
+one integrator, and their metrics agree to the last bit.
+
+Metrics (:func:`quality_metrics`), times from the workload's first submission:
+
+* ``quality_auc``: the mean over jobs of ``(1/W) * integral of q_j over [s_j, s_j + W]``
+  with ``s_j`` the job's submission and ``W = window_s`` (default 4 h) -- the area under
+  the cluster's summed normalised-quality curve, restricted to each job's first ``W``
+  seconds, per job-window. In [0, 1], higher is better. After a job leaves the system
+  (finished, or unfinished when the episode stops) its quality is held constant to the
+  window's end; a job never submitted counts 0.
+* ``time_to_quality_s``: when the last job reached ``threshold`` (0.95) times its final
+  quality ``Q_m(1)`` ("within 5 % of its final quality"; NaN if one never did).
+* ``time_to_best_s``: when the first of the jobs with the highest final quality reached
+  that threshold -- when a user could first pick a best model (NaN if none did).
+* ``mean_final_quality``: mean of ``q_j`` at the end (1.0 when every zoo job finished).
+* ``quality_gap_job_h``: ``sum_j integral over [s_j, finish_j] of (Q_m(1) - q_j)``, in
+  job-hours: quality missing while jobs are in the system (window-free; lower is better).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from cluster_envs.errors import ConfigError
+from cluster_envs.perf.quality import QualityCurve
+from cluster_envs.sim.metrics import EpisodeRecord
+from cluster_envs.types import JobState
+
+if TYPE_CHECKING:
+    from cluster_envs.sim.engine import Simulator
+
+#: Default window of ``quality_auc`` after each job's submission (s).
+QUALITY_WINDOW_S = 4 * 3600.0
+#: A job is "within 5 % of its final quality" at this fraction of it.
+QUALITY_THRESHOLD = 0.95
+#: Fraction spans shorter than this are integrated at their midpoint (float safety).
+MIN_FRACTION_SPAN = 1e-12
+#: Quality curve of jobs whose model has none (quality = fraction of training done).
+LINEAR_QUALITY = QualityCurve((0.0, 1.0), (0.0, 1.0))
+_HOUR_S = 3600.0
+
+
+@dataclass(frozen=True)
+class QualitySettings:
+    """How quality metrics are computed.
+
+    Attributes:
+        window_s: ``W`` of ``quality_auc`` (s after each submission).
+        threshold: Fraction of the final quality that counts as "reached".
+    """
+
+    window_s: float = QUALITY_WINDOW_S
+    threshold: float = QUALITY_THRESHOLD
+
+    def __post_init__(self) -> None:
+        if not (self.window_s > 0 and math.isfinite(self.window_s)):
+            raise ConfigError(f"quality window_s must be finite and > 0, got {self.window_s}")
+        if not 0 < self.threshold <= 1:
+            raise ConfigError(f"quality threshold must lie in (0, 1], got {self.threshold}")
+
+
+class CurveIntegral:
+    """A piecewise-linear quality curve with its exact antiderivative and inverse."""
+
+    def __init__(self, curve: QualityCurve) -> None:
+        self.f = np.asarray(curve.fractions)
+        self.q = np.asarray(curve.qualities)
+        seg = np.diff(self.f) * (self.q[1:] + self.q[:-1]) / 2.0
+        self.cum = np.concatenate([[0.0], np.cumsum(seg)])
+        self.final = float(self.q[-1])
+
+    def quality(self, fraction: float) -> float:
+        """``Q(f)`` with ``f`` clamped to [0, 1]."""
+        return float(np.interp(min(max(fraction, 0.0), 1.0), self.f, self.q))
+
+    def area(self, fraction: float) -> float:
+        """``integral of Q over [0, f]`` (exact trapezoids), ``f`` clamped to [0, 1]."""
+        x = min(max(fraction, 0.0), 1.0)
+        k = min(int(np.searchsorted(self.f, x, side="right")) - 1, len(self.f) - 2)
+        return float(self.cum[k] + (x - self.f[k]) * (self.q[k] + self.quality(x)) / 2.0)
+
+    def time_integral(self, f0: float, f1: float, dt: float) -> float:
+        """``integral of Q(f(t)) dt`` over ``dt`` seconds with ``f`` linear from f0 to f1."""
+        if abs(f1 - f0) < MIN_FRACTION_SPAN:
+            return dt * self.quality((f0 + f1) / 2.0)
+        return dt * (self.area(f1) - self.area(f0)) / (f1 - f0)
+
+    def first_fraction(self, quality: float) -> float:
+        """The smallest fraction with ``Q(f) >= quality`` (1.0 if none below it)."""
+        above = self.q >= quality
+        if not above.any():
+            return 1.0
+        idx = int(np.argmax(above))
+        if idx == 0:
+            return 0.0
+        f0, f1, q0, q1 = self.f[idx - 1], self.f[idx], self.q[idx - 1], self.q[idx]
+        return float(f0 + (f1 - f0) * (quality - q0) / (q1 - q0))
+
+
+@lru_cache(maxsize=64)
+def curve_integral(model: str) -> CurveIntegral:
+    """The :class:`CurveIntegral` of a zoo model (``Q(f) = f`` for other models)."""
+    from cluster_envs.perf import zoo
+
+    curve = zoo.quality_curve(model) if model in zoo.ZOO_MODELS else LINEAR_QUALITY
+    return CurveIntegral(curve)
+
+
+class QualityTracker:
+    """Integrates every job's quality while it is in the system (see module docstring).
+
+    Args:
+        sim: The simulator (read for progress, rates, queue and running set).
+        settings: Window and threshold of the metrics.
+    """
+
+    def __init__(self, sim: Simulator, settings: QualitySettings) -> None:
+        self.sim = sim
+        self.settings = settings
+        n = len(sim.jobs)
+        self.curves = [curve_integral(job.model) for job in sim.jobs]
+        self.final = np.array([c.final for c in self.curves])
+        self.target_fraction = np.array(
+            [c.first_fraction(settings.threshold * c.final) for c in self.curves]
+        )
+        self.submit = np.array([job.submit_time_s for job in sim.jobs])
+        self.total = np.array([job.total_iterations for job in sim.jobs])
+        self.window_area = np.zeros(n)
+        self.reach_s = np.full(n, np.nan)
+        self.gap_area = 0.0
+
+    def fraction(self, j: int) -> float:
+        """Fraction of job ``j``'s training done now (1 once finished)."""
+        return min(self.sim.iterations_done(j) / self.total[j], 1.0)
+
+    def quality(self, j: int) -> float:
+        """Quality of job ``j`` now (0 before it is submitted)."""
+        if not math.isnan(self.sim.finish_s[j]):
+            return float(self.final[j])
+        return self.curves[j].quality(self.fraction(j))
+
+    def total_quality(self) -> float:
+        """Summed quality of every submitted job now (finished ones at their final)."""
+        sim = self.sim
+        done = float(self.final[~np.isnan(sim.finish_s)].sum())
+        return done + sum(self.quality(j) for j in (*sim.queue, *sim.active))
+
+    def account(self, t0: float, t1: float) -> None:
+        """Integrate the interval ``[t0, t1]`` (the simulator's clock is still at t0)."""
+        dt = t1 - t0
+        if dt <= 0:
+            return
+        sim = self.sim
+        for j in (*sim.queue, *sim.active):
+            curve = self.curves[j]
+            f0 = self.fraction(j)
+            f1 = min(f0 + float(sim.rate[j]) * dt / self.total[j], 1.0)
+            area = curve.time_integral(f0, f1, dt)
+            self.gap_area += float(self.final[j]) * dt - area
+            end = self.submit[j] + self.settings.window_s
+            if t1 <= end:
+                self.window_area[j] += area
+            elif t0 < end:
+                fe = f0 + (f1 - f0) * (end - t0) / dt
+                self.window_area[j] += curve.time_integral(f0, fe, end - t0)
+            target = self.target_fraction[j]
+            if math.isnan(self.reach_s[j]) and f1 >= target:
+                share = 0.0 if f0 >= target else (target - f0) / (f1 - f0)
+                self.reach_s[j] = t0 + share * dt
+
+    def metrics(self) -> dict[str, float]:
+        """The quality metrics of the episode so far (see the module docstring)."""
+        sim = self.sim
+        n = len(sim.jobs)
+        now, window = sim.now_s, self.settings.window_s
+        area = self.window_area.copy()
+        last_q = np.zeros(n)
+        reach = self.reach_s.copy()
+        for j in range(n):
+            if sim.state[j] == JobState.PENDING:  # never submitted: quality 0 throughout
+                continue
+            finished = not math.isnan(sim.finish_s[j])
+            covered = float(sim.finish_s[j]) if finished else now
+            last_q[j] = self.quality(j)
+            if finished and math.isnan(reach[j]):
+                reach[j] = covered  # finished within one instant: reached at its end
+            held = self.submit[j] + window - max(covered, self.submit[j])
+            area[j] += last_q[j] * max(held, 0.0)
+        start = float(self.submit.min()) if n else 0.0
+        best = self.final >= self.final.max() - 1e-12 if n else np.zeros(0, bool)
+        best_reach = reach[best]
+        best_reach = best_reach[~np.isnan(best_reach)]
+        all_reached = n > 0 and not np.isnan(reach).any()
+        return {
+            "quality_auc": float(area.sum() / (n * window)) if n else float("nan"),
+            "time_to_quality_s": float(reach.max() - start) if all_reached else float("nan"),
+            "time_to_best_s": float(best_reach.min() - start) if best_reach.size else float("nan"),
+            "mean_final_quality": float(last_q.mean()) if n else float("nan"),
+            "quality_gap_job_h": float(self.gap_area / _HOUR_S),
+        }
+
+
+class QualityRecord(EpisodeRecord):
+    """The simulator's episode record, also feeding a :class:`QualityTracker`."""
+
+    def __init__(self, keep_timeline: bool, tracker: QualityTracker) -> None:
+        super().__init__(keep_timeline)
+        self.tracker = tracker
+
+    def account(self, t0: float, t1: float, sim: Simulator) -> None:
+        self.tracker.account(t0, t1)
+        super().account(t0, t1, sim)
+
+
+def track_quality(sim: Simulator, settings: QualitySettings | None = None) -> QualityTracker:
+    """Attach a quality tracker to a fresh simulator (before any time has passed).
+
+    Raises:
+        ValueError: The simulator has already run (its quality history would be lost).
+    """
+    if sim.now_s != 0.0 or sim.num_events or sim.record.busy_gpu_s or sim.record.times:
+        raise ValueError("track_quality needs a fresh simulator (attach before running it)")
+    tracker = QualityTracker(sim, settings or QualitySettings())
+    sim.record = QualityRecord(sim.config.record_timeline, tracker)
+    return tracker
+
+
+def quality_metrics(sim: Simulator) -> dict[str, float]:
+    """The quality metrics of ``sim`` (which :func:`track_quality` must have set up)."""
+    record = sim.record
+    if not isinstance(record, QualityRecord):
+        raise ValueError("quality_metrics needs a simulator set up with track_quality(sim)")
+    return record.tracker.metrics()
+
+
+__all__ = [
+    "QUALITY_THRESHOLD",
+    "QUALITY_WINDOW_S",
+    "CurveIntegral",
+    "QualityRecord",
+    "QualitySettings",
+    "QualityTracker",
+    "curve_integral",
+    "quality_metrics",
+    "track_quality",
+]
