@@ -14,6 +14,14 @@ ENV_SPECS: dict[str, tuple[str, dict]] = {
         "cluster_envs.envs.moldable:MoldableSchedulingEnv",
         {},
     ),
+    "cluster_envs/MetisAllocation-v0": (
+        "cluster_envs.envs.metis:MetisAllocationEnv",
+        {},
+    ),
+    "cluster_envs/MetisAllocationDiscrete-v0": (
+        "cluster_envs.envs.metis:MetisAllocationDiscreteEnv",
+        {},
+    ),
 }
 
 

@@ -22,6 +22,13 @@ POLICIES: dict[str, Factory | str] = {
     "fifo-skip": "cluster_envs.policies.defaults:fifo_skip",
     "fifo-spread": "cluster_envs.policies.defaults:fifo_spread",
     "fifo-best-fit": "cluster_envs.policies.defaults:fifo_best_fit",
+    # Round-based allocation of malleable jobs (baselines/allocation.py, tiresias.py).
+    "fair": "baselines.allocation:FairShareAllocator",
+    "optimus": "baselines.allocation:OptimusAllocator",
+    "slaq": "baselines.allocation:SlaqAllocator",
+    "fifo-rigid": "baselines.allocation:RigidFifoAllocator",
+    "random-alloc": "baselines.allocation:RandomAllocator",
+    "tiresias": "baselines.tiresias:TiresiasScheduler",
 }
 
 

@@ -1,0 +1,305 @@
+"""Round-based GPU (re-)allocation heuristics for malleable jobs (MetisAllocation-v0).
+
+Every policy here requests a GPU count for each *eligible* job (the ``num_slots`` lowest
+ids in the system, as the env's action slots) once per decision instant; the shared
+projection and placement rule of :mod:`cluster_envs.envs.projection` turns the requests
+into a :class:`~cluster_envs.types.Decision`. Asked again at the same instant, a policy
+repeats its requests, which now change nothing, so the runner settles after one decision
+-- exactly what one env step does -- and the policy gives the same metrics through the
+env (``env.unwrapped.action_for(decision)``) and through the no-gym runner.
+
+Policies read only what a scheduler can observe: lengths come from
+``view.estimate(job_id)`` (prior or fitted loss curve), speeds from the job's profiled
+throughput model (``JobStatus.speed``) on a packed placement of the fastest GPU type.
+
+* :class:`FairShareAllocator` (``fair``): equal GPUs for every eligible job.
+* :class:`OptimusAllocator` (``optimus``): Optimus's greedy -- the next GPUs go to the
+  job whose estimated remaining time drops most per GPU.
+* :class:`SlaqAllocator` (``slaq``): SLAQ's greedy -- the next GPUs go to the job whose
+  predicted normalised-quality gain over the next slice grows most per GPU.
+* :class:`RigidFifoAllocator` (``fifo-rigid``): FIFO at the requested size, never resized.
+* :class:`RandomAllocator` (``random-alloc``): a uniform random count per job.
+
+Tiresias (``tiresias``) lives in :mod:`baselines.tiresias`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+
+from cluster_envs.envs.projection import DEFAULT_NUM_SLOTS, AllocationState, plan_allocation
+from cluster_envs.errors import ConfigError
+from cluster_envs.perf.speed import packed_shape
+from cluster_envs.sim.quality import curve_integral
+from cluster_envs.sim.view import ClusterView, JobStatus
+from cluster_envs.types import NO_DECISION, Decision
+
+#: Defaults matching MetisAllocation-v0's default preset and SimConfig.
+DEFAULT_SLICE_S = 600.0
+DEFAULT_SWITCH_COST_S = 30.0
+#: Weight of the fraction-of-training gain next to the quality gain in SLAQ's utility
+#: (a tie-breaker: once quality has plateaued, GPUs still go where training advances).
+FRACTION_TIE_WEIGHT = 1e-3
+#: Smallest per-GPU utility gain the greedy allocators act on.
+MIN_GAIN = 1e-12
+
+Requests = dict[int, int]
+
+
+def check_slots(num_slots: int) -> int:
+    """``num_slots`` as an int, or a ConfigError if it is < 1."""
+    if int(num_slots) < 1:
+        raise ConfigError(f"num_slots must be >= 1, got {num_slots}")
+    return int(num_slots)
+
+
+class AllocationPolicy:
+    """Base of the allocation heuristics: subclasses implement :meth:`requests`.
+
+    Args:
+        num_slots: Jobs covered per decision (the env's ``num_slots``).
+    """
+
+    name = "allocation"
+
+    def __init__(self, num_slots: int = DEFAULT_NUM_SLOTS) -> None:
+        self.num_slots = check_slots(num_slots)
+        self._time_s: float | None = None
+        self._requests: Requests = {}
+        self._rates: dict[tuple[int, int], float] = {}
+
+    def reset(self, seed: int | None = None) -> None:
+        """Forget the last decision and cached speeds."""
+        self._time_s = None
+        self._requests = {}
+        self._rates = {}
+
+    def decide(self, view: ClusterView) -> Decision:
+        if not view.queued_ids and not view.running_ids:
+            return NO_DECISION
+        state = AllocationState.from_view(view, self.num_slots)
+        if self._time_s != view.time_s:
+            self._requests = self.requests(view, state)
+            self._time_s = view.time_s
+        return plan_allocation(state, state.project(self._requests))
+
+    def requests(self, view: ClusterView, state: AllocationState) -> Requests:
+        """GPUs requested for each eligible job (``state.ids``) at this instant."""
+        raise NotImplementedError
+
+    def rate(self, view: ClusterView, job: JobStatus, num_gpus: int) -> float:
+        """Modelled iterations/s of ``job`` on ``num_gpus`` packed, fastest GPUs."""
+        key = (job.job_id, num_gpus)
+        rate = self._rates.get(key)
+        if rate is None:
+            shape = packed_shape(num_gpus, view.cluster.max_gpus_per_node)
+            speed = float(np.max(view.node_speed))
+            rate = job.speed.throughput(shape, speed, view.network_speed)
+            self._rates[key] = rate
+        return rate
+
+
+def greedy_fill(
+    state: AllocationState,
+    counts: Requests,
+    utility: Callable[[int, int], float],
+    skip_unstarted: bool = False,
+) -> Requests:
+    """Hand out the GPUs left over ``counts`` by the best utility gain per GPU.
+
+    Each round considers, for every eligible job at ``n`` GPUs, every larger count
+    ``n2 <= max_gpus`` that fits (jumps let it cross non-concave regions, e.g. the step
+    to a second node), and applies the one with the largest ``(u(n2) - u(n)) / (n2 - n)``
+    (ties: fewer GPUs, then lower id). Stops when no positive gain fits.
+    """
+    counts = dict(counts)
+    left = state.capacity - sum(counts.values())
+    while left > 0:
+        best_gain, best = MIN_GAIN, None
+        for j in state.ids:
+            n = counts[j]
+            if n == 0 and skip_unstarted:
+                continue
+            low = max(n + 1, state.min_gpus[j])
+            high = min(state.max_gpus[j], n + left)
+            base = utility(j, n)
+            for n2 in range(low, high + 1):
+                gain = (utility(j, n2) - base) / (n2 - n)
+                if gain > best_gain:
+                    best_gain, best = gain, (j, n2)
+        if best is None:
+            break
+        j, n2 = best
+        left -= n2 - counts[j]
+        counts[j] = n2
+    return counts
+
+
+class FairShareAllocator(AllocationPolicy):
+    """Equal GPUs for every eligible job (water-filling up to each job's maximum).
+
+    Each job first gets its ``min_gpus`` in id order while they fit (with more jobs than
+    GPUs the earliest submitted run); the rest is dealt one GPU at a time round-robin.
+    """
+
+    name = "fair"
+
+    def requests(self, view: ClusterView, state: AllocationState) -> Requests:
+        left = state.capacity
+        counts = dict.fromkeys(state.ids, 0)
+        for j in state.ids:
+            if state.min_gpus[j] <= left:
+                counts[j] = state.min_gpus[j]
+                left -= counts[j]
+        growing = [j for j in state.ids if 0 < counts[j] < state.max_gpus[j]]
+        while left > 0 and growing:
+            for j in growing:
+                if left and counts[j] < state.max_gpus[j]:
+                    counts[j] += 1
+                    left -= 1
+            growing = [j for j in growing if counts[j] < state.max_gpus[j]]
+        return counts
+
+
+class RigidFifoAllocator(AllocationPolicy):
+    """FIFO at the requested GPU count: running jobs keep theirs, the queue starts in
+    submission order while the head fits (head-of-line blocking), nobody is resized."""
+
+    name = "fifo-rigid"
+
+    def requests(self, view: ClusterView, state: AllocationState) -> Requests:
+        counts = {j: state.count(j) for j in state.ids}
+        left = state.capacity - sum(counts.values())
+        for j in state.ids:
+            if counts[j]:
+                continue
+            want = min(max(view.job(j).num_gpus, state.min_gpus[j]), state.max_gpus[j])
+            if want > left:
+                break
+            counts[j] = want
+            left -= want
+        return counts
+
+
+class OptimusAllocator(AllocationPolicy):
+    """Optimus's greedy allocation (Peng et al., EuroSys'18), per GPU instead of per task.
+
+    Every job first gets ``min_gpus``, shortest estimated remaining time first, while
+    GPUs last; then GPUs go where ``remaining_iterations / rate(n)`` drops most per GPU.
+    """
+
+    name = "optimus"
+
+    def requests(self, view: ClusterView, state: AllocationState) -> Requests:
+        jobs = {j: view.job(j) for j in state.ids}
+        remaining = {j: view.estimate(j).remaining_iterations for j in state.ids}
+
+        def seconds(j: int, n: int) -> float:
+            return remaining[j] / self.rate(view, jobs[j], n)
+
+        counts = dict.fromkeys(state.ids, 0)
+        left = state.capacity
+        for j in sorted(state.ids, key=lambda j: (seconds(j, state.min_gpus[j]), j)):
+            if state.min_gpus[j] <= left:
+                counts[j] = state.min_gpus[j]
+                left -= counts[j]
+        return greedy_fill(state, counts, lambda j, n: -seconds(j, n), skip_unstarted=True)
+
+
+class SlaqAllocator(AllocationPolicy):
+    """SLAQ's quality-driven greedy (Zhang et al., SoCC'17) over the next slice.
+
+    A job at ``n`` GPUs is predicted to advance ``rate(n) * t / estimated_total`` of its
+    training in the slice, where ``t = slice_s`` minus ``switch_cost_s`` if ``n`` differs
+    from its current count (a rescale, or a restart of a job that ran before). Its
+    utility is the normalised-quality gain ``Q(f + df) - Q(f)`` at the *estimated*
+    fraction ``f`` plus ``FRACTION_TIE_WEIGHT * df``; GPUs go greedily where the utility
+    grows most per GPU.
+
+    Args:
+        num_slots: Jobs covered per decision.
+        slice_s: The scheduling interval (s).
+        switch_cost_s: Time lost to a rescale or restart (s).
+    """
+
+    name = "slaq"
+
+    def __init__(
+        self,
+        num_slots: int = DEFAULT_NUM_SLOTS,
+        slice_s: float = DEFAULT_SLICE_S,
+        switch_cost_s: float = DEFAULT_SWITCH_COST_S,
+    ) -> None:
+        super().__init__(num_slots)
+        if not slice_s > 0 or switch_cost_s < 0:
+            raise ConfigError(
+                f"need slice_s > 0 and switch_cost_s >= 0, got {slice_s}, {switch_cost_s}"
+            )
+        self.slice_s = float(slice_s)
+        self.switch_cost_s = float(switch_cost_s)
+
+    def requests(self, view: ClusterView, state: AllocationState) -> Requests:
+        jobs = {j: view.job(j) for j in state.ids}
+        info: dict[int, tuple[float, float]] = {}
+        for j, job in jobs.items():
+            est = view.estimate(j)
+            info[j] = (job.iterations_done / max(est.total_iterations, 1e-9), est.total_iterations)
+        current = {j: state.count(j) for j in state.ids}
+        cache: dict[tuple[int, int], float] = {}
+
+        def utility(j: int, n: int) -> float:
+            if n == 0:
+                return 0.0
+            value = cache.get((j, n))
+            if value is None:
+                job = jobs[j]
+                ran = job.first_start_s is not None
+                cost = self.switch_cost_s if n != current[j] and ran else 0.0
+                t = max(self.slice_s - cost, 0.0)
+                frac, total = info[j]
+                df = self.rate(view, job, n) * t / max(total, 1e-9)
+                curve = curve_integral(job.model)
+                value = curve.quality(frac + df) - curve.quality(frac) + FRACTION_TIE_WEIGHT * df
+                cache[(j, n)] = value
+            return value
+
+        return greedy_fill(state, dict.fromkeys(state.ids, 0), utility)
+
+
+class RandomAllocator(AllocationPolicy):
+    """A uniform random count in ``[min_gpus, max_gpus]`` per eligible job, projected.
+
+    Jobs are stopped only when the requests exceed the cluster and the projection cuts
+    them (so the policy never leaves an idle cluster with jobs waiting). Draws once per
+    decision instant (nothing when no job is in the system), from a generator seeded by
+    :meth:`reset`.
+    """
+
+    name = "random-alloc"
+
+    def __init__(self, num_slots: int = DEFAULT_NUM_SLOTS) -> None:
+        super().__init__(num_slots)
+        self._rng = np.random.default_rng(0)
+
+    def reset(self, seed: int | None = None) -> None:
+        super().reset(seed)
+        self._rng = np.random.default_rng(seed)
+
+    def requests(self, view: ClusterView, state: AllocationState) -> Requests:
+        lows = np.array([state.min_gpus[j] for j in state.ids])
+        highs = np.array([state.max_gpus[j] + 1 for j in state.ids])
+        draws = self._rng.integers(lows, highs)
+        return {j: int(n) for j, n in zip(state.ids, draws, strict=True)}
+
+
+__all__ = [
+    "AllocationPolicy",
+    "FairShareAllocator",
+    "OptimusAllocator",
+    "RandomAllocator",
+    "RigidFifoAllocator",
+    "SlaqAllocator",
+    "greedy_fill",
+]

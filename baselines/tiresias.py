@@ -1,0 +1,70 @@
+"""Tiresias's discretised two-dimensional least-attained-service scheduler (2D-LAS).
+
+Tiresias (Gu et al., NSDI'19) ranks jobs by *attained service*, GPUs x time received so
+far (``JobStatus.attained_gpu_s``), without knowing their lengths. Service is discretised
+into queues by thresholds; a job starts in the highest-priority queue and is demoted
+when its service crosses a threshold. Jobs are ordered by queue, then FIFO (submission
+order) inside a queue, and get their requested GPU count in that order while it fits --
+a job that does not fit is skipped (backfilling). Scheduling is preemptive: a running
+job outranked by jobs that take its GPUs is stopped and keeps its progress (it pays the
+restart cost on resume). Jobs are never resized.
+
+Simplifications: no starvation guard (Tiresias's ``STARVELIMIT`` promotion) and no
+placement-profile consolidation decisions (placement is the shared rule of
+:mod:`cluster_envs.envs.projection`). Runs over the same eligible jobs as the env.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from baselines.allocation import AllocationPolicy, Requests
+from cluster_envs.envs.projection import DEFAULT_NUM_SLOTS, AllocationState
+from cluster_envs.errors import ConfigError
+from cluster_envs.sim.view import ClusterView
+
+#: Queue thresholds of attained service (GPU-seconds): 1 and 10 GPU-hours.
+DEFAULT_THRESHOLDS_GPU_S: tuple[float, ...] = (3600.0, 36000.0)
+
+
+class TiresiasScheduler(AllocationPolicy):
+    """2D-LAS with discretised queues (see the module docstring).
+
+    Args:
+        num_slots: Jobs covered per decision (the env's ``num_slots``).
+        thresholds_gpu_s: Ascending attained-service thresholds between queues.
+    """
+
+    name = "tiresias"
+
+    def __init__(
+        self,
+        num_slots: int = DEFAULT_NUM_SLOTS,
+        thresholds_gpu_s: Sequence[float] = DEFAULT_THRESHOLDS_GPU_S,
+    ) -> None:
+        super().__init__(num_slots)
+        thresholds = tuple(float(t) for t in thresholds_gpu_s)
+        if list(thresholds) != sorted(set(thresholds)) or any(t <= 0 for t in thresholds):
+            raise ConfigError(
+                f"thresholds_gpu_s must be distinct, ascending and > 0, got {thresholds_gpu_s}"
+            )
+        self.thresholds = thresholds
+
+    def queue_of(self, attained_gpu_s: float) -> int:
+        """Queue index (0 = highest priority) of a job with this attained service."""
+        return sum(attained_gpu_s >= t for t in self.thresholds)
+
+    def requests(self, view: ClusterView, state: AllocationState) -> Requests:
+        jobs = {j: view.job(j) for j in state.ids}
+        order = sorted(state.ids, key=lambda j: (self.queue_of(jobs[j].attained_gpu_s), j))
+        counts = dict.fromkeys(state.ids, 0)
+        left = state.capacity
+        for j in order:
+            want = min(max(jobs[j].num_gpus, state.min_gpus[j]), state.max_gpus[j])
+            if want <= left:
+                counts[j] = want
+                left -= want
+        return counts
+
+
+__all__ = ["DEFAULT_THRESHOLDS_GPU_S", "TiresiasScheduler"]

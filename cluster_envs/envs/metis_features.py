@@ -1,0 +1,245 @@
+"""MetisAllocation observations: each job by its fitted curves, plus the cluster.
+
+Every value lies in [0, 1] (durations on the log scale of
+:func:`cluster_envs.envs.features.norm_time`). A job is described only by what a
+scheduler can learn: its *fitted* loss curve (refitted as noisy loss observations
+arrive; the model's prior curve before that), the *estimated* fraction of training done
+and the quality that implies, and a throughput model fitted on arrival to a few noisy
+small-scale profiling runs (:class:`ThroughputProfile`) -- never the true job length.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
+from scipy.optimize import nnls
+
+from cluster_envs.config import GPU_SPEED, REFERENCE_INTER_NODE_GBPS, ClusterConfig
+from cluster_envs.envs.features import MODEL_NAMES, norm_time, prior_curve_features, squash
+from cluster_envs.perf import zoo
+from cluster_envs.perf.speed import packed_shape
+from cluster_envs.sim.quality import curve_integral
+
+if TYPE_CHECKING:
+    from cluster_envs.sim.engine import Simulator
+    from cluster_envs.types import JobSpec
+
+#: GPU counts profiled on arrival (those within the job's range), packed placements.
+PROFILE_GPUS = (1, 2, 4, 8)
+#: Relative noise of one profiled iteration time.
+PROFILE_NOISE_STD = 0.05
+#: Counts at which the fitted parallel efficiency ``S(n) / n`` is shown (and the
+#: predicted quality gain over one slice).
+FEATURE_GPUS = (1, 2, 4, 8, 16)
+#: Efficiencies above this (super-linear, from gradient accumulation) are clipped.
+MAX_EFFICIENCY = 2.0
+#: Loss observations are shown as ``squash(count / OBS_NORM)``.
+OBS_NORM = 10.0
+
+
+@dataclass(frozen=True)
+class ThroughputProfile:
+    """``t(n) = theta0 + theta1 / n + theta2 * (n - 1)`` seconds per iteration.
+
+    Fitted by non-negative least squares to noisy iteration times measured at a few
+    packed GPU counts (fixed overhead, parallel compute, communication that grows with
+    the replicas).
+    """
+
+    theta: tuple[float, float, float]
+
+    def iteration_time(self, n: int) -> float:
+        """Predicted seconds per iteration on ``n`` GPUs."""
+        t0, t1, t2 = self.theta
+        return max(t0 + t1 / n + t2 * (n - 1), 1e-12)
+
+    def rate(self, n: int) -> float:
+        """Predicted iterations per second on ``n`` GPUs."""
+        return 1.0 / self.iteration_time(n)
+
+    def efficiency(self, n: int) -> float:
+        """Predicted ``S(n) / n`` with ``S(n) = t(1) / t(n)``."""
+        return self.iteration_time(1) / (n * self.iteration_time(n))
+
+
+def profile_job(
+    job: JobSpec, cluster: ClusterConfig, seed: int, noise_std: float = PROFILE_NOISE_STD
+) -> ThroughputProfile:
+    """Profile ``job`` at the counts of :data:`PROFILE_GPUS` it allows and fit the model.
+
+    Each measurement is the true iteration time on a packed placement of the cluster's
+    fastest GPU type, times ``1 + noise_std * N(0, 1)`` from ``default_rng([seed, job_id,
+    3])`` -- the same numbers whatever order jobs are profiled in.
+    """
+    rng = np.random.default_rng([seed, job.job_id, 3])
+    speed = max(GPU_SPEED[g.gpu_type] for g in cluster.node_groups)
+    network = cluster.inter_node_gbps / REFERENCE_INTER_NODE_GBPS
+    counts = [n for n in PROFILE_GPUS if n <= min(job.max_gpus, cluster.num_gpus)] or [1]
+    rows, times = [], []
+    for n in counts:
+        rate = job.speed.throughput(packed_shape(n, cluster.max_gpus_per_node), speed, network)
+        noisy = (1.0 / rate) * max(1.0 + noise_std * float(rng.standard_normal()), 0.1)
+        rows.append([1.0, 1.0 / n, n - 1.0])
+        times.append(noisy)
+    a, b = np.asarray(rows), np.asarray(times)
+    scale = b.mean()
+    theta, _ = nnls(a, b / scale)
+    theta = theta * scale
+    if theta[0] + theta[1] <= 0:  # degenerate fit: fall back to the measured 1-GPU time
+        theta = np.array([0.0, float(b[0]), 0.0])
+    return ThroughputProfile((float(theta[0]), float(theta[1]), float(theta[2])))
+
+
+def slot_names(levels: tuple[int, ...] = FEATURE_GPUS) -> list[str]:
+    """Names of the per-slot features, in order."""
+    names = ["present", "queued", "rescaling", "running", "gpus", "pending_gpus"]
+    names += ["requested_gpus", "min_gpus", "max_gpus", "age", "est_progress"]
+    names += ["est_quality", "est_remaining@1", "attained_service", "curve_fitted"]
+    names += ["curve_c0", "curve_b1", "curve_b2", "num_loss_observations"]
+    names += ["profile_theta0", "profile_theta1", "profile_theta2"]
+    names += [f"efficiency@{n}" for n in levels]
+    names += [f"quality_gain@{n}" for n in levels]
+    names += [f"model={m}" for m in MODEL_NAMES]
+    return names
+
+
+CLUSTER_NAMES = [
+    "free_gpu_fraction",
+    "pending_free_fraction",
+    "jobs_in_system",
+    "waiting_beyond_slots",
+    "running_jobs",
+    "mean_est_quality",
+    "time",
+]
+
+
+class MetisEncoder:
+    """Encodes the MetisAllocation state; :meth:`describe` names every index.
+
+    Per slot (``num_slots`` of them, a job keeps its slot until it finishes): the fields
+    of :func:`slot_names`; then the cluster fields of ``CLUSTER_NAMES``. GPU counts are
+    over ``max_gpus_per_job``; ``est_quality`` and ``quality_gain@n`` use the model's
+    normalised quality curve at the *estimated* fraction done; ``curve_*`` is the fitted
+    loss curve in fraction-of-estimated-training units (``c0 = b0 * est_total``),
+    squashed by ``x / (1 + x)``; ``profile_theta*`` the fitted throughput model over its
+    1-GPU time.
+    """
+
+    def __init__(
+        self, num_slots: int, max_gpus: int, cluster: ClusterConfig, slice_s: float
+    ) -> None:
+        self.num_slots = num_slots
+        self.max_gpus = float(max_gpus)
+        self.cluster = cluster
+        self.slice_s = slice_s
+        self.slot_size = len(slot_names())
+        self.size = num_slots * self.slot_size + len(CLUSTER_NAMES)
+        self._static: dict[int, np.ndarray] = {}
+        self._profiles: dict[int, ThroughputProfile] = {}
+        self._seed = 0
+
+    def reset(self, seed: int) -> None:
+        """Forget per-episode caches; profiles of this episode come from ``seed``."""
+        self._static, self._profiles, self._seed = {}, {}, seed
+
+    def describe(self) -> list[str]:
+        """The name of every observation index."""
+        names = [f"slot{k}.{n}" for k in range(self.num_slots) for n in slot_names()]
+        return names + list(CLUSTER_NAMES)
+
+    def profile(self, sim: Simulator, j: int) -> ThroughputProfile:
+        """The fitted throughput profile of job ``j`` (measured on first use)."""
+        prof = self._profiles.get(j)
+        if prof is None:
+            prof = self._profiles[j] = profile_job(sim.jobs[j], self.cluster, self._seed)
+        return prof
+
+    def _static_part(self, sim: Simulator, j: int) -> np.ndarray:
+        out = self._static.get(j)
+        if out is not None:
+            return out
+        spec = sim.jobs[j]
+        prof = self.profile(sim, j)
+        out = np.zeros(self.slot_size, dtype=np.float32)
+        out[0] = 1.0
+        out[6] = min(spec.num_gpus / self.max_gpus, 1.0)
+        out[7] = min(spec.min_gpus / self.max_gpus, 1.0)
+        out[8] = min(spec.max_gpus / self.max_gpus, 1.0)
+        t1 = prof.iteration_time(1)
+        out[19:22] = [squash(x / t1) for x in prof.theta]
+        for i, n in enumerate(FEATURE_GPUS):
+            out[22 + i] = min(prof.efficiency(n), MAX_EFFICIENCY) / MAX_EFFICIENCY
+        model = spec.model if spec.model in zoo.ZOO_MODELS else "other"
+        out[22 + 2 * len(FEATURE_GPUS) + MODEL_NAMES.index(model)] = 1.0
+        self._static[j] = out
+        return out
+
+    def encode_slot(self, sim: Simulator, j: int, pending: int) -> np.ndarray:
+        """The features of job ``j`` with ``pending`` GPUs tentatively allocated."""
+        out = self._static_part(sim, j).copy()
+        spec = sim.jobs[j]
+        state = int(sim.state[j])
+        est = sim.estimator.estimate(j)
+        total = max(est.total_iterations, 1e-9)
+        frac = min(sim.iterations_done(j) / total, 1.0)
+        curve = curve_integral(spec.model)
+        q_now = curve.quality(frac)
+        prof = self.profile(sim, j)
+        if est.fitted is not None:
+            fit = est.fitted
+            curve_feats = (1.0, squash(fit.b0 * total), squash(fit.b1), squash(fit.b2))
+        else:
+            curve_feats = (0.0, *prior_curve_features(spec.model))
+        out[1:19] = (
+            state == 1,
+            state == 2,
+            state == 3,
+            min(sim.num_gpus_held[j] / self.max_gpus, 1.0),
+            min(pending / self.max_gpus, 1.0),
+            out[6],
+            out[7],
+            out[8],
+            norm_time(sim.now_s - spec.submit_time_s),
+            frac,
+            q_now,
+            norm_time(est.remaining_iterations / prof.rate(1)),
+            norm_time(float(sim.attained_gpu_s[j])),
+            *curve_feats,
+            squash(est.num_observations / OBS_NORM),
+        )
+        base = 22 + len(FEATURE_GPUS)
+        step = self.slice_s / total
+        out[base : base + len(FEATURE_GPUS)] = [
+            curve.quality(frac + prof.rate(n) * step) - q_now if n <= spec.max_gpus else 0.0
+            for n in FEATURE_GPUS
+        ]
+        return out
+
+    def encode(self, sim: Simulator, slots: list[int | None], pending: np.ndarray) -> np.ndarray:
+        """The observation: every slot (``None`` = empty), then the cluster."""
+        obs = np.zeros(self.size, dtype=np.float32)
+        size = self.slot_size
+        quality_sum, present = 0.0, 0
+        for k, j in enumerate(slots):
+            if j is None:
+                continue
+            row = self.encode_slot(sim, j, int(pending[k]))
+            obs[k * size : (k + 1) * size] = row
+            quality_sum += float(row[11])
+            present += 1
+        c = self.num_slots * size
+        inv = sim.inventory
+        in_system = len(sim.queue) + len(sim.active)
+        obs[c] = inv.num_free / inv.num_gpus
+        obs[c + 1] = max(inv.num_gpus - float(pending.sum()), 0.0) / inv.num_gpus
+        obs[c + 2] = min(in_system / self.num_slots, 1.0)
+        beyond = max(in_system - present, 0)
+        obs[c + 3] = min(math.log1p(beyond) / math.log1p(10.0 * self.num_slots), 1.0)
+        obs[c + 4] = min(len(sim.active) / self.num_slots, 1.0)
+        obs[c + 5] = quality_sum / present if present else 0.0
+        obs[c + 6] = norm_time(sim.now_s)
+        return obs

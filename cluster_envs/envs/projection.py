@@ -1,0 +1,256 @@
+"""Round-based GPU allocation: which jobs are eligible, the projection rule, placement.
+
+One deterministic rule turns *requested* GPU counts into a feasible :class:`Decision`;
+the MetisAllocation envs apply it to the agent's action and the allocation baselines
+(``baselines/allocation.py``) to their own requests, so a heuristic gives the same
+trajectory through the env and through the no-gym runner. Pure numpy: no gymnasium.
+
+**Eligible jobs.** The ``num_slots`` lowest job ids among the submitted, unfinished jobs
+(ids follow submission order in every :class:`~cluster_envs.workload.Workload`). A job
+stays eligible until it finishes (no job with a lower id can arrive later); the others
+wait, unallocated, in submission order.
+
+**Projection** (:func:`project_counts`), over the eligible jobs in id order:
+
+1. clamp each request to ``{0} U [min_gpus, max_gpus]`` (a positive request below
+   ``min_gpus`` is raised to it);
+2. if the requests exceed the capacity ``C`` (free GPUs + GPUs held by eligible jobs),
+   cut the largest first (water-filling): each job gets ``min(request, L)`` with ``L``
+   the largest level such that the sum fits, and the ``C - sum`` GPUs left go one each
+   to the jobs whose request exceeded ``L``, in id order;
+3. a job left with fewer than its ``min_gpus`` gets 0.
+
+So the result never exceeds ``C``, and feasible requests pass unchanged.
+
+**Placement** (:func:`plan_allocation`): a job whose count is unchanged keeps its GPUs
+(no rescale cost). First every shrinking job releases GPUs: to 0 it is preempted;
+otherwise it keeps its GPUs on the nodes where it holds the most (ties: lower node id).
+Then every growing or starting job, largest count first (ties: id order), is placed,
+counting its own GPUs as free: on one node if one fits it (best fit: the fitting node
+with the fewest free GPUs; fastest GPU type first, ties lower id), else on the fewest
+nodes (most free GPUs first) of the fastest type that has room, else of any type.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from cluster_envs.types import Allocate, Decision, Placement
+
+if TYPE_CHECKING:
+    from cluster_envs.sim.engine import Simulator
+    from cluster_envs.sim.view import ClusterView
+
+#: Jobs an allocation decision covers by default (the env's action slots).
+DEFAULT_NUM_SLOTS = 32
+
+
+def eligible_ids(job_ids: Iterable[int], num_slots: int) -> tuple[int, ...]:
+    """The ``num_slots`` lowest ids of ``job_ids`` (queued + running), ascending."""
+    return tuple(heapq.nsmallest(num_slots, job_ids))
+
+
+def project_counts(
+    requests: Sequence[int], min_gpus: Sequence[int], max_gpus: Sequence[int], capacity: int
+) -> list[int]:
+    """Project requested GPU counts onto a feasible allocation (see the module docstring).
+
+    Args:
+        requests: Requested GPUs per job, in priority (id) order; any integers.
+        min_gpus: Each job's smallest allowed count (>= 1).
+        max_gpus: Each job's largest allowed count.
+        capacity: GPUs available to these jobs (>= 0).
+
+    Returns:
+        Counts with ``sum <= capacity`` and each 0 or within ``[min, max]``.
+    """
+    counts = []
+    for r, lo, hi in zip(requests, min_gpus, max_gpus, strict=True):
+        r = int(r)
+        counts.append(0 if r <= 0 else min(max(r, int(lo)), int(hi)))
+    capacity = max(int(capacity), 0)
+    if sum(counts) <= capacity:
+        return counts
+    low, high = 0, max(counts)  # largest L with sum(min(c, L)) <= capacity
+    while low < high:
+        mid = (low + high + 1) // 2
+        if sum(min(c, mid) for c in counts) <= capacity:
+            low = mid
+        else:
+            high = mid - 1
+    out = [min(c, low) for c in counts]
+    left = capacity - sum(out)
+    for i, c in enumerate(counts):
+        if not left:
+            break
+        if c > low:
+            out[i] += 1
+            left -= 1
+    return [0 if 0 < c < int(lo) else c for c, lo in zip(out, min_gpus, strict=True)]
+
+
+@dataclass(frozen=True)
+class AllocationState:
+    """What the projection and placement read: free GPUs and the eligible jobs' GPUs.
+
+    Attributes:
+        free: Free GPUs per node.
+        node_speed: GPU speed per node (relative to a T4).
+        ids: Eligible job ids, ascending.
+        placement: Current placement of each eligible job (empty when queued).
+        min_gpus: Smallest allowed count of each eligible job.
+        max_gpus: Largest allowed count of each eligible job.
+    """
+
+    free: np.ndarray
+    node_speed: np.ndarray
+    ids: tuple[int, ...]
+    placement: Mapping[int, Placement]
+    min_gpus: Mapping[int, int]
+    max_gpus: Mapping[int, int]
+
+    @property
+    def capacity(self) -> int:
+        """Free GPUs plus the GPUs the eligible jobs hold."""
+        held = sum(g for j in self.ids for _, g in self.placement[j])
+        return int(self.free.sum()) + held
+
+    def count(self, job_id: int) -> int:
+        """GPUs job ``job_id`` holds now."""
+        return sum(g for _, g in self.placement[job_id])
+
+    @classmethod
+    def from_view(cls, view: ClusterView, num_slots: int) -> AllocationState:
+        """The state a policy sees (eligible jobs of ``view``)."""
+        ids = eligible_ids((*view.queued_ids, *view.running_ids), num_slots)
+        jobs = {j: view.job(j) for j in ids}
+        return cls(
+            free=np.asarray(view.free_gpus),
+            node_speed=np.asarray(view.node_speed),
+            ids=ids,
+            placement={j: s.placement for j, s in jobs.items()},
+            min_gpus={j: s.min_gpus for j, s in jobs.items()},
+            max_gpus={j: s.max_gpus for j, s in jobs.items()},
+        )
+
+    @classmethod
+    def from_sim(cls, sim: Simulator, num_slots: int) -> AllocationState:
+        """The same state read straight from the simulator (cheaper, for envs)."""
+        ids = eligible_ids((*sim.queue, *sim.active), num_slots)
+        return cls(
+            free=sim.inventory.free.copy(),
+            node_speed=sim.inventory.speed,
+            ids=ids,
+            placement={j: sim.placement[j] for j in ids},
+            min_gpus={j: sim.jobs[j].min_gpus for j in ids},
+            max_gpus={j: sim.jobs[j].max_gpus for j in ids},
+        )
+
+    def project(self, requests: Mapping[int, int]) -> dict[int, int]:
+        """:func:`project_counts` of ``requests`` (missing eligible jobs request 0)."""
+        counts = project_counts(
+            [requests.get(j, 0) for j in self.ids],
+            [self.min_gpus[j] for j in self.ids],
+            [self.max_gpus[j] for j in self.ids],
+            self.capacity,
+        )
+        return dict(zip(self.ids, counts, strict=True))
+
+
+def _shrunk(placement: Placement, count: int) -> Placement:
+    """Keep ``count`` GPUs of ``placement`` on the nodes where it holds the most."""
+    kept: list[tuple[int, int]] = []
+    need = count
+    for node, gpus in sorted(placement, key=lambda p: (-p[1], p[0])):
+        take = min(gpus, need)
+        if take:
+            kept.append((node, take))
+            need -= take
+    return tuple(sorted(kept))
+
+
+def _fewest_nodes(free: np.ndarray, nodes: np.ndarray, count: int) -> Placement | None:
+    if free[nodes].sum() < count:
+        return None
+    out: list[tuple[int, int]] = []
+    need = count
+    for node in nodes[np.lexsort((nodes, -free[nodes]))]:
+        take = min(int(free[node]), need)
+        if take:
+            out.append((int(node), take))
+            need -= take
+        if not need:
+            break
+    return tuple(sorted(out))
+
+
+def place(free: np.ndarray, node_speed: np.ndarray, count: int) -> Placement:
+    """Consolidated best-fit placement of ``count`` GPUs (``free`` must hold them)."""
+    for speed in np.unique(node_speed)[::-1]:
+        fits = np.flatnonzero((node_speed == speed) & (free >= count))
+        if fits.size:
+            node = fits[np.argmin(free[fits])]
+            return ((int(node), int(count)),)
+    for speed in np.unique(node_speed)[::-1]:
+        found = _fewest_nodes(free, np.flatnonzero(node_speed == speed), count)
+        if found is not None:
+            return found
+    found = _fewest_nodes(free, np.arange(len(free)), count)
+    if found is None:
+        raise ValueError(f"{count} GPUs do not fit in {int(free.sum())} free")
+    return found
+
+
+def plan_allocation(state: AllocationState, counts: Mapping[int, int]) -> Decision:
+    """The decision that gives every eligible job ``counts[j]`` GPUs (see module doc).
+
+    ``counts`` must be feasible (as :meth:`AllocationState.project` returns); jobs whose
+    count does not change get no action.
+    """
+    free = state.free.astype(np.int64).copy()
+    actions: list[Allocate] = []
+    growing: list[tuple[int, int, int]] = []
+    for rank, j in enumerate(state.ids):
+        new, current = int(counts.get(j, 0)), state.count(j)
+        if new < current:
+            kept = _shrunk(state.placement[j], new)
+            for node, gpus in state.placement[j]:
+                free[node] += gpus
+            for node, gpus in kept:
+                free[node] -= gpus
+            actions.append(Allocate(j, kept))
+        elif new > current:
+            growing.append((-new, rank, j))
+    for neg_new, _, j in sorted(growing):
+        for node, gpus in state.placement[j]:
+            free[node] += gpus
+        placement = place(free, state.node_speed, -neg_new)
+        for node, gpus in placement:
+            free[node] -= gpus
+        actions.append(Allocate(j, placement))
+    return Decision(tuple(actions))
+
+
+def counts_after(state: AllocationState, decision: Decision) -> dict[int, int]:
+    """Each eligible job's GPU count once ``decision`` is applied."""
+    counts = {j: state.count(j) for j in state.ids}
+    for action in decision.actions:
+        placement = getattr(action, "placement", ())
+        counts[int(action.job_id)] = sum(g for _, g in placement)
+    return counts
+
+
+__all__ = [
+    "DEFAULT_NUM_SLOTS",
+    "AllocationState",
+    "counts_after",
+    "eligible_ids",
+    "place",
+    "plan_allocation",
+    "project_counts",
+]
