@@ -14,6 +14,10 @@ ENV_SPECS: dict[str, tuple[str, dict]] = {
         "cluster_envs.envs.moldable:MoldableSchedulingEnv",
         {},
     ),
+    "cluster_envs/JobPlacement-v0": (
+        "cluster_envs.envs.placement:JobPlacementEnv",
+        {},
+    ),
     "cluster_envs/MetisAllocation-v0": (
         "cluster_envs.envs.metis:MetisAllocationEnv",
         {},

@@ -41,6 +41,11 @@ class HeuristicAgent:
 
     def act(self, env: gym.Env, obs: np.ndarray, info: dict[str, Any]) -> Any:
         base = env.unwrapped
+        pending = getattr(base, "pending_action", None)
+        if pending is not None:  # an env that executes a decision over several steps
+            action = pending()
+            if action is not None:
+                return action
         return base.action_for(self.policy.decide(base.sim.view()))
 
 
