@@ -20,6 +20,7 @@ from cluster_envs.perf.speed import packed_shape
 
 if TYPE_CHECKING:
     from cluster_envs.envs.moldable import MoldableConfig
+    from cluster_envs.perf.speed import SpeedModel
     from cluster_envs.sim.engine import Simulator
 
 #: Durations are normalised against 30 days.
@@ -77,10 +78,12 @@ class MoldableEncoder:
         size = config.window * self.slot_size + self.cluster_size
         self.space = spaces.Box(0.0, 1.0, shape=(size,), dtype=np.float32)
         self._slot_cache: dict[int, np.ndarray] = {}
+        self._rate_cache: dict[tuple[int, int], float] = {}
 
     def reset(self) -> None:
-        """Forget per-episode caches."""
+        """Forget per-episode caches (ids of speed models are only unique within one)."""
         self._slot_cache = {}
+        self._rate_cache = {}
 
     def describe(self) -> list[str]:
         """The name of every observation index."""
@@ -114,15 +117,22 @@ class MoldableEncoder:
         out[4] = min(spec.max_gpus / self.max_level, 1.0)
         for i, lv in enumerate(self.levels):
             if spec.min_gpus <= lv <= spec.max_gpus:
-                shape = packed_shape(lv, self.gpus_per_node)
-                rate = spec.speed.throughput(shape, self.best_speed, self.network)
-                out[5 + i] = norm_time(est.remaining_iterations / rate)
+                out[5 + i] = norm_time(est.remaining_iterations / self._rate(spec.speed, lv))
         base = 5 + 2 * len(self.levels)
         out[base : base + 3] = prior_curve_features(spec.model)
         model = spec.model if spec.model in zoo.ZOO_MODELS else "other"
         out[base + 3 + MODEL_NAMES.index(model)] = 1.0
         self._slot_cache[j] = out
         return out
+
+    def _rate(self, speed: SpeedModel, level: int) -> float:
+        """Iterations/s of ``speed`` packed at ``level`` GPUs on the fastest type (cached)."""
+        key = (id(speed), level)
+        rate = self._rate_cache.get(key)
+        if rate is None:
+            shape = packed_shape(level, self.gpus_per_node)
+            rate = self._rate_cache[key] = speed.throughput(shape, self.best_speed, self.network)
+        return rate
 
     def encode(self, sim: Simulator, window: list[int], mask: np.ndarray) -> np.ndarray:
         """The observation for the current state."""

@@ -13,7 +13,7 @@ prior:
   ``[1, 3]`` and fixed per job (users over-estimate runtimes; Tsafrir et al. 2007).
 
 Estimates are clipped to ``[iterations done, 20 x prior]`` and refitted only when the
-number of observations has grown by half (cheap enough for env steps).
+number of observations has doubled (cheap enough for env steps).
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ OBSERVATIONS_PER_PRIOR_RUN = 50
 #: Fewest observations before the curve is fitted.
 MIN_OBSERVATIONS = 4
 #: Refit when the observation count has grown by this factor since the last fit.
-REFIT_GROWTH = 1.5
+REFIT_GROWTH = 2.0
 #: Upper clip of an estimate, as a multiple of the prior.
 MAX_PRIOR_MULTIPLE = 20.0
 #: Range of the user over-estimate factor for jobs without a zoo prior.
@@ -142,12 +142,17 @@ class WorkEstimator:
         return len(ks)
 
     def total_iterations(self, j: int) -> float:
-        """Estimated iterations to job ``j``'s target (fast path for env steps)."""
+        """Estimated iterations to job ``j``'s target (fast path for env steps).
+
+        Observations are generated lazily: only when a refit is due (or the history is
+        read), so most calls cost one division.
+        """
         done = self.sim.iterations_done(j)
         spec = self.sim.jobs[j]
-        if spec.loss_curve is not None:
+        if spec.loss_curve is not None and spec.target_loss is not None:
             step = self._interval[j] if self._interval[j] > 0 else self.interval(j)
-            if int(done // step) > len(self._k[j]):
+            count = int(done // step)
+            if count >= MIN_OBSERVATIONS and count >= self._fit_count[j] * REFIT_GROWTH:
                 self._refresh(j)
         total = self._total[j]
         if math.isnan(total):
