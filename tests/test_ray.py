@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import json
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -54,3 +55,38 @@ def test_rllib_trains_on_a_registered_env(local_ray: None) -> None:
         assert runners["episode_return_mean"] < 0  # minus total JCT: always negative
     finally:
         algo.stop()
+
+
+def test_tune_sweep_through_the_cli(local_ray: None, tmp_path: Path) -> None:
+    import yaml
+
+    from cluster_envs.cli import main
+
+    sweep = tmp_path / "sweep.yml"
+    sweep.write_text(
+        "algo: a2c\nenv: cluster_envs/MoldableScheduling-v0\nenv_kwargs: {preset: toy}\n"
+        "timesteps: 100\neval_seeds: 100-101\nnum_samples: 2\nseed: 0\n"
+        "space:\n  learning_rate: {loguniform: [1.0e-4, 1.0e-2]}\n  gamma: {choice: [0.9, 0.99]}\n"
+    )
+    out = tmp_path / "tune"
+    assert main(["tune", "--sweep", str(sweep), "--out", str(out)]) == 0
+    trials = json.loads((out / "trials.json").read_text())
+    assert len(trials) == 2 and all("avg_jct_s" in t for t in trials)
+    assert trials[0]["avg_jct_s"] <= trials[1]["avg_jct_s"]  # best first
+    best = yaml.safe_load((out / "best.yml").read_text())["cluster_envs/MoldableScheduling-v0"]
+    assert best["learning_rate"] == trials[0]["config"]["learning_rate"]
+    assert 1e-4 <= best["learning_rate"] <= 1e-2 and best["gamma"] in (0.9, 0.99)
+    assert main(["tune", "--sweep", str(sweep), "--out", str(out)]) == 2  # no overwrite
+
+
+def test_bad_sweep_files_are_clear_errors(tmp_path: Path) -> None:
+    from agents.tune import read_sweep
+    from cluster_envs.errors import ConfigError
+
+    bad = tmp_path / "bad.yml"
+    bad.write_text("algo: ppo\nenv: x\nspace: {lr: {logunif: [1, 2]}}\n")
+    with pytest.raises(ConfigError, match="unknown sampler 'logunif'.*'loguniform'"):
+        read_sweep(bad)
+    bad.write_text("algo: ppo\nenv: x\nspace: {lr: 0.1}\nnum_sample: 3\n")
+    with pytest.raises(ConfigError, match="unknown sweep key 'num_sample'"):
+        read_sweep(bad)
