@@ -22,6 +22,17 @@ POLICIES: dict[str, Factory | str] = {
     "fifo-skip": "cluster_envs.policies.defaults:fifo_skip",
     "fifo-spread": "cluster_envs.policies.defaults:fifo_spread",
     "fifo-best-fit": "cluster_envs.policies.defaults:fifo_best_fit",
+    # Moldable-job heuristics (baselines/moldable.py, tetris.py, backfill.py, threshold.py).
+    "sjf": "baselines.moldable:SjfScheduler",
+    "max-parallelism": "baselines.moldable:MaxParallelismScheduler",
+    "min-parallelism": "baselines.moldable:MinParallelismScheduler",
+    "random": "baselines.moldable:RandomScheduler",
+    "tetris": "baselines.tetris:TetrisScheduler",
+    "easy-backfill": "baselines.backfill:EasyBackfillScheduler",
+    "threshold-eta": "baselines.threshold:EfficiencyThresholdScheduler",
+    "threshold-queue": "baselines.threshold:QueueThresholdScheduler",
+    "best-threshold": "baselines.threshold:best_threshold",
+    "best-threshold-pollux": "baselines.threshold:best_threshold_pollux",
     # Round-based allocation of malleable jobs (baselines/allocation.py, tiresias.py).
     "fair": "baselines.allocation:FairShareAllocator",
     "optimus": "baselines.allocation:OptimusAllocator",
