@@ -45,7 +45,11 @@ POLICIES: dict[str, Factory | str] = {
 
 #: Parametrised names ``prefix:argument`` -> factory taking the argument (e.g.
 #: ``sb3:runs/x/best_model.zip``, ``pretrained:MoldableScheduling-v0``).
-PREFIXES: dict[str, Factory | str] = {}
+PREFIXES: dict[str, Factory | str] = {
+    # SB3 agents act on env observations: they run through envs (rollout), not the runner.
+    "sb3": "agents.policy:sb3_agent",
+    "pretrained": "agents.policy:pretrained_agent",
+}
 
 
 def register_policy(name: str, factory: Factory | str, *, overwrite: bool = False) -> None:

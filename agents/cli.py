@@ -1,0 +1,148 @@
+"""``cluster-envs train`` and ``cluster-envs evaluate`` (plugged into ``cluster_envs.cli``).
+
+Heavy imports (torch, SB3) happen inside the run functions, so ``cluster-envs --help``
+stays fast. Errors the user can fix raise ClusterEnvsError / FileNotFoundError, which the
+CLI prints on stderr with exit code 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import shlex
+import sys
+from typing import Any
+
+from cluster_envs.cli import Command, format_table
+from cluster_envs.errors import ConfigError
+
+ALGO_NAMES = ("maskable_ppo", "ppo", "a2c", "dqn")
+DEFAULT_ENV = "cluster_envs/MoldableScheduling-v0"
+DEFAULT_SEEDS = "100-109"
+
+
+def _add_train(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--algo", required=True, help=f"one of {', '.join(ALGO_NAMES)}")
+    p.add_argument("--env", default=DEFAULT_ENV, help="env id (default: %(default)s)")
+    p.add_argument("--timesteps", type=int, default=None, help="env steps (default: YAML)")
+    p.add_argument("--seed", type=int, default=0, help="training seed (eval: seed + 10000)")
+    p.add_argument("--out", required=True, help="run folder (refused if it holds a run)")
+    p.add_argument("--env-kwargs", default=None, help='JSON, e.g. \'{"preset": "toy"}\'')
+    p.add_argument("--hyperparams", default=None, help="YAML file or inline YAML overrides")
+    p.add_argument("--n-envs", type=int, default=None, help="training envs (DummyVecEnv)")
+    p.add_argument("--eval-freq", type=int, default=10_000, help="env steps; 0 = never")
+    p.add_argument("--eval-episodes", type=int, default=5, help="episodes per evaluation")
+    p.add_argument("--checkpoint-freq", type=int, default=None, help="env steps (default: 5/run)")
+    p.add_argument("--resume", default=None, metavar="CHECKPOINT", help="continue from a zip")
+    p.add_argument("--force", action="store_true", help="overwrite a run folder")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+
+
+def _argv(args: argparse.Namespace) -> list[str]:
+    """The command line: the real one from a shell, else an equivalent one rebuilt."""
+    if sys.argv[1:2] == [args.command]:
+        return sys.argv[1:]
+    out = [args.command]
+    for key, value in vars(args).items():
+        if key == "command" or value is None or value is False:
+            continue
+        flag = "--" + key.replace("_", "-")
+        out += [flag] if value is True else [flag, str(value)]
+    return out
+
+
+def _run_train(args: argparse.Namespace) -> int:
+    from agents.envs import parse_env_kwargs
+    from agents.train import train
+
+    if args.n_envs is not None and args.n_envs < 1:
+        raise ConfigError(f"--n-envs must be >= 1, got {args.n_envs}")
+    result = train(
+        args.algo,
+        args.env,
+        args.out,
+        timesteps=args.timesteps,
+        seed=args.seed,
+        env_kwargs=parse_env_kwargs(args.env_kwargs),
+        hyperparams=args.hyperparams,
+        n_envs=args.n_envs,
+        eval_freq=args.eval_freq,
+        eval_episodes=args.eval_episodes,
+        checkpoint_freq=args.checkpoint_freq,
+        resume=args.resume,
+        force=args.force,
+        progress_bar=not args.no_progress,
+        argv=_argv(args),
+    )
+    print(
+        f"trained {args.algo} on {args.env}: {result.num_timesteps} steps in total, "
+        f"{result.wall_s:.1f} s ({result.fps:,.0f} steps/s)"
+    )
+    print(f"run folder: {result.out_dir}  (last_model.zip", end="")
+    print(", best_model.zip)" if result.best_model else ")")
+    if result.last_episode_metrics:
+        m = result.last_episode_metrics
+        print(
+            f"last training episode: avg_jct_s={m.get('avg_jct_s', math.nan):,.0f} "
+            f"gpu_utilization={m.get('gpu_utilization', math.nan):.3f}"
+        )
+    print(f"evaluate: cluster-envs evaluate --model {shlex.quote(str(result.last_model))}")
+    return 0
+
+
+def _add_evaluate(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--model", required=True, help="PATH, sb3:PATH or pretrained:<EnvName-vN>")
+    p.add_argument("--env", default=None, help="env id (default: the model's training env)")
+    p.add_argument("--seeds", default=DEFAULT_SEEDS, help="'a-b' or 'a,b,c' (%(default)s)")
+    p.add_argument("--env-kwargs", default=None, help="JSON, over the training env kwargs")
+    p.add_argument(
+        "--deterministic",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="most likely action (default) or sampled (--no-deterministic)",
+    )
+    p.add_argument("--json", action="store_true", help="print results as JSON")
+
+
+def _run_evaluate(args: argparse.Namespace) -> int:
+    from agents.envs import parse_env_kwargs
+    from agents.evaluate import COUNTERS, METRICS, evaluate, parse_seeds, resolve_model, summarise
+
+    seeds = parse_seeds(args.seeds)
+    env_kwargs = parse_env_kwargs(args.env_kwargs)
+    spec = resolve_model(args.model, args.deterministic)
+    env_id, kwargs, rows = evaluate(spec, args.env, env_kwargs, seeds)
+    summary = summarise(rows)
+    if args.json:
+        report: dict[str, Any] = {
+            "model": args.model,
+            "algo": spec.algo,
+            "env_id": env_id,
+            "env_kwargs": kwargs,
+            "deterministic": args.deterministic,
+            "per_seed": rows,
+            "summary": summary,
+        }
+        print(json.dumps(report, indent=2))
+        return 0
+    columns = ["seed", *[m for m in (*METRICS, *COUNTERS) if m in summary]]
+    print(f"{args.model} ({spec.algo}) on {env_id} {json.dumps(kwargs)}, {len(seeds)} seeds")
+    print(format_table(rows, columns))
+    print("\nmean ± 95% CI (Student t):")
+    for key, s in summary.items():
+        print(f"  {key:26s} {s['mean']:14,.3f} ± {s['ci95']:,.3f}")
+    return 0
+
+
+TRAIN: Command = (
+    "train an SB3 agent (maskable_ppo, ppo, a2c, dqn) on a cluster-envs env",
+    _add_train,
+    _run_train,
+)
+
+EVALUATE: Command = (
+    "evaluate a trained or pretrained agent on seeds: per-seed metrics, mean ± 95% CI",
+    _add_evaluate,
+    _run_evaluate,
+)

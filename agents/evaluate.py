@@ -1,0 +1,143 @@
+"""Evaluate a trained or shipped agent on given seeds (``cluster-envs evaluate``).
+
+Each seed is one episode played through the env with
+:func:`cluster_envs.envs.rollout.rollout` (masked predictions for MaskablePPO). The
+summary gives, per metric, the mean and the half-width of its 95% confidence interval
+(Student t with n - 1 degrees of freedom; ``nan`` for a single seed).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from scipy import stats
+
+from agents.algos import check_model_path, run_config_for
+from agents.envs import check_env_id, make_env
+from agents.policy import Sb3Agent, load_agent, pretrained_info, pretrained_path
+from cluster_envs.envs.rollout import rollout
+from cluster_envs.errors import ConfigError
+
+#: Metrics shown per seed and summarised (present ones only; quality ones on quality envs).
+METRICS = (
+    "avg_jct_s",
+    "p95_jct_s",
+    "avg_queue_s",
+    "bounded_slowdown",
+    "gpu_utilization",
+    "makespan_s",
+    "jct_ratio_to_lower_bound",
+    "quality_auc",
+    "time_to_quality_s",
+)
+#: Per-episode counters added to the metrics.
+COUNTERS = ("episode_return", "num_steps", "num_invalid_actions")
+#: Largest number of seeds a range may expand to.
+MAX_SEEDS = 100_000
+
+_RANGE = re.compile(r"^(-?\d+)-(-?\d+)$")
+
+
+def parse_seeds(text: str) -> list[int]:
+    """``"100-109"`` (inclusive), ``"1,2,3"`` or a mix (``"1-3,7"``) as a list of ints."""
+    seeds: list[int] = []
+    for part in (p.strip() for p in str(text).split(",")):
+        match = _RANGE.match(part)
+        try:
+            if match:
+                lo, hi = int(match.group(1)), int(match.group(2))
+                if hi < lo or hi - lo >= MAX_SEEDS:
+                    raise ValueError
+                seeds.extend(range(lo, hi + 1))
+            else:
+                seeds.append(int(part))
+        except ValueError:
+            raise ConfigError(
+                f"bad seeds {text!r}: use a range 'a-b' (a <= b, inclusive), a list 'a,b,c' "
+                "or both ('1-3,7')"
+            ) from None
+    if any(s < 0 for s in seeds):
+        raise ConfigError(f"bad seeds {text!r}: seeds must be >= 0")
+    return seeds
+
+
+def mean_ci(values: Sequence[float], confidence: float = 0.95) -> tuple[float, float]:
+    """Mean and Student-t confidence half-width (``nan`` half-width for n < 2)."""
+    x = np.asarray(values, dtype=float)
+    if x.size == 0:
+        return math.nan, math.nan
+    mean = float(x.mean())
+    if x.size < 2:
+        return mean, math.nan
+    sem = float(x.std(ddof=1)) / math.sqrt(x.size)
+    return mean, float(stats.t.ppf(0.5 + confidence / 2, x.size - 1)) * sem
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """A model to evaluate, with the env it was trained on (if known)."""
+
+    agent: Sb3Agent
+    algo: str
+    env_id: str | None
+    env_kwargs: dict[str, Any]
+
+
+def resolve_model(spec: str, deterministic: bool = True) -> ModelSpec:
+    """``PATH``, ``sb3:PATH`` or ``pretrained:<EnvName-vN>`` -> agent and its training env."""
+    prefix, sep, rest = spec.partition(":")
+    if sep and prefix == "pretrained":
+        agent, algo = load_agent(pretrained_path(rest), deterministic, spec)
+        card = pretrained_info(rest)
+        return ModelSpec(agent, algo, card.get("env_id"), dict(card.get("env_kwargs") or {}))
+    path = rest if sep and prefix == "sb3" else spec
+    model_path = check_model_path(path)
+    agent, algo = load_agent(model_path, deterministic, spec)
+    config = run_config_for(model_path) or {}
+    return ModelSpec(agent, algo, config.get("env_id"), dict(config.get("env_kwargs") or {}))
+
+
+def evaluate(
+    spec: ModelSpec, env_id: str | None, env_kwargs: dict[str, Any] | None, seeds: Sequence[int]
+) -> tuple[str, dict[str, Any], list[dict[str, float]]]:
+    """Play one episode per seed; returns (env id, env kwargs used, one row per seed).
+
+    The env id defaults to the one the model was trained on, and so do its kwargs when
+    the id matches; ``env_kwargs`` override them key by key.
+    """
+    if env_id is None and spec.env_id is None:
+        raise ConfigError("give --env: the model's training env is not recorded next to it")
+    env_id = check_env_id(env_id or spec.env_id)  # type: ignore[arg-type]
+    base = spec.env_kwargs if spec.env_id in (None, env_id) else {}
+    kwargs = {**base, **(env_kwargs or {})}
+    env = make_env(env_id, kwargs)
+    spec.agent.check_env(env)
+    rows = []
+    try:
+        for seed in seeds:
+            result = rollout(env, spec.agent, seed)
+            row: dict[str, float] = {"seed": seed}
+            row.update({m: float(result.metrics[m]) for m in METRICS if m in result.metrics})
+            row["episode_return"] = result.episode_return
+            row["num_steps"] = result.num_steps
+            row["num_invalid_actions"] = result.num_invalid_actions
+            rows.append(row)
+    finally:
+        env.close()
+    return env_id, kwargs, rows
+
+
+def summarise(rows: Sequence[dict[str, float]]) -> dict[str, dict[str, float]]:
+    """Per metric: ``mean``, ``ci95`` (half-width) and ``n``."""
+    out = {}
+    for key in (*METRICS, *COUNTERS):
+        values = [r[key] for r in rows if key in r]
+        if values:
+            mean, half = mean_ci(values)
+            out[key] = {"mean": mean, "ci95": half, "n": len(values)}
+    return out

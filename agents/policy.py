@@ -1,0 +1,183 @@
+"""SB3 models as env agents, and the policy-registry prefixes ``sb3:`` and ``pretrained:``.
+
+``make_policy("sb3:runs/x/best_model.zip")`` and
+``make_policy("pretrained:MoldableScheduling-v0")`` return an :class:`Sb3Agent`: an
+*env agent* with ``act(env, obs, info) -> action``, played through a Gymnasium env with
+:func:`cluster_envs.envs.rollout.rollout`. SB3 agents act on observations, so they run
+through envs only; heuristics run through both the envs (``HeuristicAgent``) and the
+no-gym runner. Calling ``decide`` on an SB3 agent raises a ConfigError that says so.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+import torch
+from sb3_contrib import MaskablePPO
+from stable_baselines3.common.base_class import BaseAlgorithm
+from stable_baselines3.common.vec_env import VecNormalize
+
+from agents.algos import MASKABLE, check_model_path, load_model
+from agents.envs import vecnormalize_path
+from cluster_envs.config import suggest
+from cluster_envs.errors import ConfigError
+
+PRETRAINED_DIR = Path(__file__).parent / "pretrained"
+
+
+class Sb3Agent:
+    """A trained SB3 model choosing env actions (masked for MaskablePPO).
+
+    Args:
+        model: A loaded SB3 model.
+        deterministic: Take the most likely action (else sample; seeded by ``reset``).
+        name: Display name.
+        maskable: Pass the env's action mask to ``predict`` (default: MaskablePPO only).
+        obs_normalizer: VecNormalize statistics the model was trained with, if any.
+    """
+
+    def __init__(
+        self,
+        model: BaseAlgorithm,
+        deterministic: bool = True,
+        name: str = "sb3",
+        maskable: bool | None = None,
+        obs_normalizer: VecNormalize | None = None,
+    ) -> None:
+        self.model = model
+        self.deterministic = deterministic
+        self.name = name
+        if maskable is None:
+            maskable = isinstance(model, MaskablePPO)
+        self.maskable = maskable
+        self.obs_normalizer = obs_normalizer
+
+    def reset(self, seed: int | None = None) -> None:
+        """Seed the action sampling (matters only when not deterministic)."""
+        if seed is not None:
+            torch.manual_seed(seed)
+
+    def check_env(self, env: gym.Env) -> None:
+        """Raise a ConfigError if ``env``'s spaces differ from the model's."""
+        for what in ("observation_space", "action_space"):
+            ours, theirs = getattr(self.model, what), getattr(env, what)
+            if ours != theirs:
+                raise ConfigError(
+                    f"{self.name}: the model's {what} {ours} does not match the env's "
+                    f"{theirs}; evaluate with the env kwargs it was trained with"
+                )
+
+    def act(self, env: gym.Env, obs: np.ndarray, info: dict[str, Any]) -> int:
+        """The model's action for ``obs`` (within ``env``'s mask if maskable)."""
+        if self.obs_normalizer is not None:
+            obs = self.obs_normalizer.normalize_obs(obs)
+        if self.maskable:
+            mask = info.get("action_mask")
+            if mask is None:
+                mask = env.unwrapped.action_masks()
+            action, _ = self.model.predict(  # type: ignore[call-arg]
+                obs, deterministic=self.deterministic, action_masks=mask
+            )
+        else:
+            action, _ = self.model.predict(obs, deterministic=self.deterministic)
+        return int(action)
+
+    def decide(self, view: Any) -> Any:
+        """SB3 agents cannot drive the no-gym runner (they need observations)."""
+        raise ConfigError(
+            f"{self.name} is an SB3 agent: it acts on env observations, so run it through a "
+            "Gymnasium env (cluster_envs.envs.rollout.rollout or `cluster-envs evaluate`), "
+            "not through the no-gym simulator"
+        )
+
+
+class RandomMaskedAgent:
+    """Uniformly random among the feasible actions (the floor a trained agent must beat).
+
+    Args:
+        seed: Seed of the action draws; ``reset(seed)`` reseeds per episode.
+    """
+
+    def __init__(self, seed: int = 0) -> None:
+        self.name = "random-masked"
+        self.rng = np.random.default_rng(seed)
+
+    def reset(self, seed: int | None = None) -> None:
+        """Reseed the draws (same episode seed -> same actions)."""
+        if seed is not None:
+            self.rng = np.random.default_rng(seed)
+
+    def act(self, env: gym.Env, obs: np.ndarray, info: dict[str, Any]) -> int:
+        """A uniformly random feasible action."""
+        mask = info.get("action_mask")
+        if mask is None:
+            mask = env.unwrapped.action_masks()
+        return int(self.rng.choice(np.flatnonzero(mask)))
+
+
+def load_agent(
+    path: str | Path, deterministic: bool = True, name: str | None = None
+) -> tuple[Sb3Agent, str]:
+    """An Sb3Agent for the model zip at ``path``; returns (agent, algo name)."""
+    model_path = check_model_path(path)
+    model, algo = load_model(model_path)
+    stats = vecnormalize_path(model_path)
+    normalizer = None
+    if stats is not None:
+        normalizer = VecNormalize.load(str(stats), _PlaceholderVecEnv(model))
+        normalizer.training = False
+    agent = Sb3Agent(
+        model,
+        deterministic=deterministic,
+        name=name or f"sb3:{path}",
+        maskable=algo in MASKABLE,
+        obs_normalizer=normalizer,
+    )
+    return agent, algo
+
+
+def sb3_agent(path: str, deterministic: bool = True) -> Sb3Agent:
+    """Registry factory of ``sb3:PATH``."""
+    return load_agent(path, deterministic)[0]
+
+
+def pretrained_names() -> list[str]:
+    """Env names (``MoldableScheduling-v0``) that have a shipped pretrained agent."""
+    return sorted(p.stem for p in PRETRAINED_DIR.glob("*.zip"))
+
+
+def pretrained_path(env_name: str) -> Path:
+    """The shipped model zip for ``env_name`` (a ``cluster_envs/`` namespace is allowed)."""
+    name = env_name.split("/", 1)[1] if env_name.startswith("cluster_envs/") else env_name
+    names = pretrained_names()
+    if name not in names:
+        raise ConfigError(
+            f"no pretrained agent for {env_name!r}{suggest(name, names)}; shipped: "
+            + (", ".join(names) or "none")
+        )
+    return PRETRAINED_DIR / f"{name}.zip"
+
+
+def pretrained_info(env_name: str) -> dict[str, Any]:
+    """The JSON card shipped with a pretrained agent (env id, kwargs, training, scores)."""
+    path = pretrained_path(env_name).with_suffix(".json")
+    return json.loads(path.read_text()) if path.is_file() else {}
+
+
+def pretrained_agent(env_name: str, deterministic: bool = True) -> Sb3Agent:
+    """Registry factory of ``pretrained:<EnvName-vN>``."""
+    return load_agent(pretrained_path(env_name), deterministic, f"pretrained:{env_name}")[0]
+
+
+class _PlaceholderVecEnv:
+    """Spaces-only stand-in so VecNormalize statistics load without building an env."""
+
+    def __init__(self, model: BaseAlgorithm) -> None:
+        self.observation_space = model.observation_space
+        self.action_space = model.action_space
+        self.num_envs = 1
+        self.render_mode = None

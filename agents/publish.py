@@ -1,0 +1,90 @@
+"""Publish a run's best model as the shipped pretrained agent, with its JSON card.
+
+``python -m agents.publish RUN_DIR [--seeds 100-119] [--wall-s S]`` copies
+``RUN_DIR/best_model.zip`` to ``agents/pretrained/<EnvName-vN>.zip`` and writes
+``<EnvName-vN>.json``: env id and kwargs, algorithm, training command, seed, budget,
+wall time, and the agent's test metrics next to uniformly random masked actions on
+held-out seeds (disjoint from the training seeds 0.. and the eval seeds 10,000..).
+Used by ``scripts/train_pretrained.sh``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from agents.algos import CONFIG_FILE
+from agents.envs import make_env, vecnormalize_path
+from agents.evaluate import mean_ci, parse_seeds
+from agents.policy import PRETRAINED_DIR, RandomMaskedAgent, load_agent
+from cluster_envs.envs.rollout import rollout
+
+#: Metrics reported on the card.
+CARD_METRICS = ("avg_jct_s", "p95_jct_s", "gpu_utilization", "jct_ratio_to_lower_bound")
+
+
+def score(agent: Any, env_id: str, env_kwargs: dict[str, Any], seeds: Sequence[int]) -> dict:
+    """Mean and 95% CI half-width of the card metrics over ``seeds``."""
+    env = make_env(env_id, env_kwargs)
+    rows = [rollout(env, agent, s).metrics for s in seeds]
+    env.close()
+    out = {}
+    for key in CARD_METRICS:
+        mean, half = mean_ci([r[key] for r in rows])
+        out[key] = {"mean": round(mean, 4), "ci95": round(half, 4)}
+    return out
+
+
+def publish(run_dir: Path, seeds: Sequence[int], wall_s: float | None) -> Path:
+    """Copy the run's best model into ``agents/pretrained`` and write its card."""
+    config = yaml.safe_load((run_dir / CONFIG_FILE).read_text())
+    env_id, env_kwargs = config["env_id"], config["env_kwargs"]
+    name = env_id.split("/", 1)[-1]
+    source = run_dir / "best_model.zip"
+    agent, algo = load_agent(source)
+    card = {
+        "env_id": env_id,
+        "env_kwargs": env_kwargs,
+        "algo": algo,
+        "seed": config["seed"],
+        "timesteps": config["timesteps"],
+        "n_envs": config["n_envs"],
+        "train_command": (run_dir / "command.txt").read_text().strip().splitlines()[0],
+        "train_wall_s": wall_s,
+        "selected": "best_model.zip (best mean eval return on seeds from 10000)",
+        "test_seeds": f"{seeds[0]}..{seeds[-1]} ({len(seeds)} episodes)",
+        "test": score(agent, env_id, env_kwargs, seeds),
+        "random_masked": score(RandomMaskedAgent(), env_id, env_kwargs, seeds),
+        "versions": json.loads((run_dir / "versions.json").read_text()),
+    }
+    PRETRAINED_DIR.mkdir(exist_ok=True)
+    target = PRETRAINED_DIR / f"{name}.zip"
+    shutil.copyfile(source, target)
+    stats = vecnormalize_path(source)
+    if stats is not None:
+        shutil.copyfile(stats, target.with_name(f"{name}_vecnormalize.pkl"))
+    target.with_suffix(".json").write_text(json.dumps(card, indent=2) + "\n")
+    return target
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Command-line entry point."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("run_dir", type=Path)
+    parser.add_argument("--seeds", default="100-119")
+    parser.add_argument("--wall-s", type=float, default=None, help="training wall time")
+    args = parser.parse_args(argv)
+    target = publish(args.run_dir, parse_seeds(args.seeds), args.wall_s)
+    print(target.with_suffix(".json").read_text())
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

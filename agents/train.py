@@ -1,0 +1,235 @@
+"""Train an SB3 agent on a cluster-envs env into a run folder (``cluster-envs train``).
+
+One call resolves the hyper-parameters (:mod:`agents.config`), builds seeded envs
+(:mod:`agents.envs`), trains with TensorBoard cluster metrics, periodic evaluation on
+held-out seeds and checkpoints (:mod:`agents.callbacks`), and saves ``last_model.zip``.
+Same seed and arguments give the same final parameters on the CPU: torch runs on one
+thread with deterministic algorithms, and every RNG is seeded from ``seed``.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+from stable_baselines3.common.base_class import BaseAlgorithm
+from stable_baselines3.common.callbacks import BaseCallback, CheckpointCallback
+from stable_baselines3.common.logger import configure
+from stable_baselines3.common.vec_env import VecNormalize
+
+from agents.algos import MASKABLE, OFF_POLICY, check_model_path, detect_algo, get_algo
+from agents.callbacks import ClusterMetricsCallback, SaveVecNormalizeCallback, make_eval_callback
+from agents.config import Hyperparams, resolve_hyperparams
+from agents.envs import (
+    EVAL_SEED_OFFSET,
+    check_env_id,
+    make_eval_env,
+    make_train_env,
+    vecnormalize_path,
+)
+from agents.runs import prepare_run_dir, write_run_files
+from cluster_envs.errors import ConfigError
+
+#: Default evaluation period, in env steps over all training envs.
+DEFAULT_EVAL_FREQ = 10_000
+#: Default episodes per periodic evaluation.
+DEFAULT_EVAL_EPISODES = 5
+#: Checkpoints per run when ``checkpoint_freq`` is not given.
+CHECKPOINTS_PER_RUN = 5
+#: TensorBoard / CSV log folder inside the run folder.
+LOG_DIR = "tensorboard"
+
+
+@dataclass(frozen=True)
+class TrainResult:
+    """What a training run produced.
+
+    Attributes:
+        out_dir: The run folder.
+        last_model: Path of ``last_model.zip``.
+        best_model: Path of ``best_model.zip`` (``None`` if no evaluation ran).
+        num_timesteps: Env steps trained in total (including resumed ones).
+        wall_s: Training wall time of this call, seconds.
+        fps: Env steps per second of this call.
+        last_episode_metrics: Cluster metrics of the last finished training episode.
+    """
+
+    out_dir: Path
+    last_model: Path
+    best_model: Path | None
+    num_timesteps: int
+    wall_s: float
+    fps: float
+    last_episode_metrics: dict[str, float]
+
+
+def set_deterministic() -> None:
+    """One torch thread and deterministic kernels (same seed -> same parameters)."""
+    torch.set_num_threads(1)
+    torch.use_deterministic_algorithms(True, warn_only=True)
+
+
+def train(
+    algo: str,
+    env_id: str,
+    out_dir: str | Path,
+    *,
+    timesteps: int | None = None,
+    seed: int = 0,
+    env_kwargs: dict[str, Any] | None = None,
+    hyperparams: str | Path | dict[str, Any] | None = None,
+    n_envs: int | None = None,
+    eval_freq: int = DEFAULT_EVAL_FREQ,
+    eval_episodes: int = DEFAULT_EVAL_EPISODES,
+    checkpoint_freq: int | None = None,
+    resume: str | Path | None = None,
+    force: bool = False,
+    progress_bar: bool = True,
+    argv: Sequence[str] = (),
+) -> TrainResult:
+    """Train ``algo`` on ``env_id`` and save the run into ``out_dir``.
+
+    Args:
+        algo: ``maskable_ppo``, ``ppo``, ``a2c`` or ``dqn``.
+        env_id: Gymnasium id (``cluster_envs/MoldableScheduling-v0``).
+        out_dir: Run folder; refused if it holds a run, unless ``force`` or resuming
+            from a checkpoint inside it.
+        timesteps: Env steps to train (more steps when resuming); default: the YAML's
+            ``n_timesteps``.
+        seed: Training seed; training env ``i`` gets ``seed + i``, the eval env
+            ``seed + 10_000``.
+        env_kwargs: ``gym.make`` overrides (merged over the YAML's ``env_kwargs``).
+        hyperparams: User hyper-parameters (YAML file, inline YAML or a mapping).
+        n_envs: Number of training envs (overrides the YAML).
+        eval_freq: Evaluate every this many env steps (0: never).
+        eval_episodes: Episodes per evaluation.
+        checkpoint_freq: Save a checkpoint every this many env steps (default: 5 per run).
+        resume: Checkpoint zip to continue from (its num_timesteps carries on).
+        force: Overwrite a run folder.
+        progress_bar: Show SB3's progress bar.
+        argv: The command line, recorded in ``command.txt``.
+    """
+    get_algo(algo)
+    env_id = check_env_id(env_id)
+    out = Path(out_dir)
+    resume_path = check_model_path(resume) if resume is not None else None
+    if resume_path is not None and detect_algo(resume_path) != algo:
+        raise ConfigError(
+            f"--resume {str(resume)!r} was trained with {detect_algo(resume_path)!r}, not {algo!r}"
+        )
+    params = resolve_hyperparams(algo, env_id, hyperparams, env_kwargs, n_envs)
+    budget = timesteps if timesteps is not None else params.n_timesteps
+    if budget is None or budget < 1:
+        raise ConfigError("give --timesteps N (>= 1) or n_timesteps in the hyper-parameters")
+    if eval_freq < 0 or eval_episodes < 1:
+        raise ConfigError("--eval-freq must be >= 0 and --eval-episodes >= 1")
+    prepare_run_dir(out, force, resume_path)
+
+    set_deterministic()
+    train_env = make_train_env(params, seed)
+    model = _build_model(params, train_env, seed, resume_path)
+    model.set_logger(configure(str(out / LOG_DIR), ["tensorboard", "csv"]))
+    config = _run_config(params, budget, seed, eval_freq, eval_episodes, resume_path, model)
+    write_run_files(out, config, argv, seed, append=resume_path is not None)
+
+    metrics_cb = ClusterMetricsCallback()
+    callbacks: list[BaseCallback] = [metrics_cb]
+    per_env = max(params.n_envs, 1)
+    save_every = checkpoint_freq or max(budget // CHECKPOINTS_PER_RUN, 1)
+    callbacks.append(
+        CheckpointCallback(
+            save_freq=max(save_every // per_env, 1),
+            save_path=str(out / "checkpoints"),
+            name_prefix="model",
+            save_vecnormalize=params.normalize is not None,
+        )
+    )
+    eval_env = None
+    if eval_freq > 0:
+        eval_env = make_eval_env(params, seed)
+        on_best = (
+            SaveVecNormalizeCallback(out / "best_model_vecnormalize.pkl")
+            if params.normalize is not None
+            else None
+        )
+        callbacks.append(
+            make_eval_callback(
+                eval_env,
+                maskable=algo in MASKABLE,
+                eval_seed=seed + EVAL_SEED_OFFSET,
+                eval_freq=max(eval_freq // per_env, 1),
+                n_eval_episodes=eval_episodes,
+                out_dir=out,
+                on_new_best=on_best,
+            )
+        )
+
+    start_steps = model.num_timesteps
+    start = time.perf_counter()
+    model.learn(
+        total_timesteps=budget,
+        callback=callbacks,
+        reset_num_timesteps=resume_path is None,
+        progress_bar=progress_bar,
+    )
+    wall_s = time.perf_counter() - start
+    last = out / "last_model.zip"
+    model.save(last)
+    if isinstance(train_env, VecNormalize):
+        train_env.save(str(out / "last_model_vecnormalize.pkl"))
+    train_env.close()
+    if eval_env is not None:
+        eval_env.close()
+    best = out / "best_model.zip"
+    return TrainResult(
+        out_dir=out,
+        last_model=last,
+        best_model=best if best.is_file() else None,
+        num_timesteps=int(model.num_timesteps),
+        wall_s=wall_s,
+        fps=(model.num_timesteps - start_steps) / max(wall_s, 1e-9),
+        last_episode_metrics=metrics_cb.last_metrics,
+    )
+
+
+def _build_model(params: Hyperparams, env: Any, seed: int, resume: Path | None) -> BaseAlgorithm:
+    cls = get_algo(params.algo)
+    if resume is None:
+        return cls(env=env, seed=seed, device="cpu", verbose=0, **params.model_kwargs())
+    if isinstance(env, VecNormalize):
+        stats = vecnormalize_path(resume)
+        if stats is not None:
+            loaded = VecNormalize.load(str(stats), env.venv)
+            env.obs_rms, env.ret_rms = loaded.obs_rms, loaded.ret_rms
+    model = cls.load(resume, env=env, device="cpu")
+    model.set_random_seed(seed)
+    return model
+
+
+def _run_config(
+    params: Hyperparams,
+    budget: int,
+    seed: int,
+    eval_freq: int,
+    eval_episodes: int,
+    resume: Path | None,
+    model: BaseAlgorithm,
+) -> dict[str, Any]:
+    config: dict[str, Any] = {
+        **params.to_dict(),
+        "timesteps": budget,
+        "seed": seed,
+        "train_env_seeds": f"{seed}..{seed + params.n_envs - 1}",
+        "eval_seed": seed + EVAL_SEED_OFFSET,
+        "eval_freq": eval_freq,
+        "eval_episodes": eval_episodes,
+        "resumed_from": str(resume) if resume is not None else None,
+        "start_timesteps": int(model.num_timesteps),
+    }
+    if resume is not None and params.algo in OFF_POLICY:
+        config["replay_buffer"] = "empty at resume (replay buffers are not checkpointed)"
+    return config
