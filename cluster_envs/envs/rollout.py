@@ -37,6 +37,7 @@ class HeuristicAgent:
         self.seed = seed
 
     def reset(self, seed: int | None) -> None:
+        """Reseed the policy (``rollout`` passes the env's episode seed)."""
         self.policy.reset(self.seed if seed is None else seed)
 
     def act(self, env: gym.Env, obs: np.ndarray, info: dict[str, Any]) -> Any:
@@ -61,9 +62,11 @@ class RolloutResult:
 
 def rollout(env: gym.Env, agent: Any, seed: int, max_steps: int = 10_000_000) -> RolloutResult:
     """Play one episode of ``env`` (reset with ``seed``) with ``agent``."""
-    if hasattr(agent, "reset"):
-        agent.reset(seed)
     obs, info = env.reset(seed=seed)
+    if hasattr(agent, "reset"):
+        # The runner seeds a policy with the episode seed; so does an env rollout, so a
+        # stochastic heuristic draws the same numbers on both paths (parity).
+        agent.reset(getattr(env.unwrapped, "episode_seed", seed))
     total, steps = 0.0, 0
     done = bool(info.get("episode_metrics"))
     while not done and steps < max_steps:

@@ -13,7 +13,8 @@ prior:
   ``[1, 3]`` and fixed per job (users over-estimate runtimes; Tsafrir et al. 2007).
 
 Estimates are clipped to ``[iterations done, 20 x prior]`` and refitted only when the
-number of observations has doubled (cheap enough for env steps).
+number of observations has doubled, on exactly the observations up to that point, so
+the estimate depends only on the job's progress, not on when a policy asks (parity).
 """
 
 from __future__ import annotations
@@ -35,8 +36,10 @@ if TYPE_CHECKING:
 OBSERVATIONS_PER_PRIOR_RUN = 50
 #: Fewest observations before the curve is fitted.
 MIN_OBSERVATIONS = 4
-#: Refit when the observation count has grown by this factor since the last fit.
-REFIT_GROWTH = 2.0
+#: Refit when the observation count reaches MIN_OBSERVATIONS * REFIT_GROWTH**k; the fit
+#: uses exactly the observations up to that milestone, so an estimate depends only on
+#: how far the job has trained, never on when (or how often) a policy asked for it.
+REFIT_GROWTH = 2
 #: Upper clip of an estimate, as a multiple of the prior.
 MAX_PRIOR_MULTIPLE = 20.0
 #: Range of the user over-estimate factor for jobs without a zoo prior.
@@ -75,6 +78,16 @@ def prior_iterations(job: JobSpec, rng_seed: int) -> float:
     lo, hi = USER_OVERESTIMATE
     u = np.random.default_rng([rng_seed, job.job_id, 7]).uniform(math.log(lo), math.log(hi))
     return job.total_iterations * math.exp(u)
+
+
+def _milestone(count: int) -> int:
+    """The largest ``MIN_OBSERVATIONS * REFIT_GROWTH**k`` not above ``count`` (0 if none)."""
+    if count < MIN_OBSERVATIONS:
+        return 0
+    m = MIN_OBSERVATIONS
+    while m * REFIT_GROWTH <= count:
+        m *= REFIT_GROWTH
+    return m
 
 
 class WorkEstimator:
@@ -151,30 +164,30 @@ class WorkEstimator:
         spec = self.sim.jobs[j]
         if spec.loss_curve is not None and spec.target_loss is not None:
             step = self._interval[j] if self._interval[j] > 0 else self.interval(j)
-            count = int(done // step)
-            if count >= MIN_OBSERVATIONS and count >= self._fit_count[j] * REFIT_GROWTH:
-                self._refresh(j)
+            milestone = _milestone(int(done // step))
+            if milestone > self._fit_count[j]:
+                self._refresh(j, milestone)
         total = self._total[j]
         if math.isnan(total):
             total = self.prior(j)
         return max(float(total), done)
 
-    def _refresh(self, j: int) -> None:
-        count = self._observe(j)
+    def _refresh(self, j: int, milestone: int) -> None:
+        """Fit the first ``milestone`` observations of job ``j``."""
+        self._observe(j)
         target = self.sim.jobs[j].target_loss
-        if count < MIN_OBSERVATIONS or target is None or count < self._fit_count[j] * REFIT_GROWTH:
-            return
-        ks, losses = np.asarray(self._k[j]), np.asarray(self._loss[j])
-        if count > MAX_KEPT_OBSERVATIONS:
-            idx = np.linspace(0, count - 1, MAX_KEPT_OBSERVATIONS).astype(int)
+        ks = np.asarray(self._k[j][:milestone])
+        losses = np.asarray(self._loss[j][:milestone])
+        if milestone > MAX_KEPT_OBSERVATIONS:
+            idx = np.linspace(0, milestone - 1, MAX_KEPT_OBSERVATIONS).astype(int)
             ks, losses = ks[idx], losses[idx]
         fit = fit_arrays(ks, losses, ramp_weights(ks))
         self._fit[j] = fit
-        self._fit_count[j] = count
+        self._fit_count[j] = milestone
         prior = self.prior(j)
         total = iterations_to_target(fit, target)
         if not math.isfinite(total):
-            total = max(prior, 2.0 * self.sim.iterations_done(j))
+            total = max(prior, 2.0 * float(ks[-1]))
         self._total[j] = min(total, MAX_PRIOR_MULTIPLE * prior)
 
     def estimate(self, j: int) -> JobEstimate:
