@@ -74,6 +74,17 @@ PRESETS: dict[str, dict[str, Any]] = {
         "workload": [f"pollux-{i}" for i in range(1, 9)],
         "num_jobs": None,
     },
+    # Train on Pollux workloads 1-6, evaluate on 7-8: workloads never seen in training.
+    "pollux-train": {
+        "cluster": "pollux-testbed",
+        "workload": [f"pollux-{i}" for i in range(1, 7)],
+        "num_jobs": None,
+    },
+    "pollux-test": {
+        "cluster": "pollux-testbed",
+        "workload": ["pollux-7", "pollux-8"],
+        "num_jobs": None,
+    },
     # 100 consecutive jobs of the shipped Philly sample per episode.
     "philly": {"cluster": "pollux-testbed", "workload": "philly-sample", "num_jobs": 100},
 }
@@ -125,7 +136,8 @@ class MoldableSchedulingEnv(ClusterEnvBase):
     ``avg_queue_s``, ``gpu_utilization``, ``bounded_slowdown``, the lower bound and ratio.
 
     ## Arguments
-    ``preset`` (``default``, ``toy``, ``pollux``, ``philly``), the fields of
+    ``preset`` (``default``, ``toy``, ``pollux``, ``pollux-train`` = workloads 1-6,
+    ``pollux-test`` = workloads 7-8, ``philly``), the fields of
     :class:`MoldableConfig`, the workload source (``workload``, ``trace``, ``num_jobs``,
     ``load``, ``max_gpus_cap``, ``time_scale``), ``sim`` (SimConfig overrides),
     ``render_mode`` (``"ansi"`` or ``"rgb_array"``).
