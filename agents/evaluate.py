@@ -9,19 +9,17 @@ summary gives, per metric, the mean and the half-width of its 95% confidence int
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
-
-import numpy as np
-from scipy import stats
 
 from agents.algos import check_model_path, run_config_for
 from agents.envs import check_env_id, make_env
 from agents.policy import Sb3Agent, load_agent, pretrained_info, pretrained_path
 from cluster_envs.envs.rollout import rollout
 from cluster_envs.errors import ConfigError
+from cluster_envs.harness.grid import parse_seeds as parse_seeds  # re-exported
+from cluster_envs.harness.stats import mean_ci as harness_mean_ci
 
 #: Metrics shown per seed and summarised (present ones only; quality ones on quality envs).
 METRICS = (
@@ -37,45 +35,12 @@ METRICS = (
 )
 #: Per-episode counters added to the metrics.
 COUNTERS = ("episode_return", "num_steps", "num_invalid_actions")
-#: Largest number of seeds a range may expand to.
-MAX_SEEDS = 100_000
-
-_RANGE = re.compile(r"^(-?\d+)-(-?\d+)$")
-
-
-def parse_seeds(text: str) -> list[int]:
-    """``"100-109"`` (inclusive), ``"1,2,3"`` or a mix (``"1-3,7"``) as a list of ints."""
-    seeds: list[int] = []
-    for part in (p.strip() for p in str(text).split(",")):
-        match = _RANGE.match(part)
-        try:
-            if match:
-                lo, hi = int(match.group(1)), int(match.group(2))
-                if hi < lo or hi - lo >= MAX_SEEDS:
-                    raise ValueError
-                seeds.extend(range(lo, hi + 1))
-            else:
-                seeds.append(int(part))
-        except ValueError:
-            raise ConfigError(
-                f"bad seeds {text!r}: use a range 'a-b' (a <= b, inclusive), a list 'a,b,c' "
-                "or both ('1-3,7')"
-            ) from None
-    if any(s < 0 for s in seeds):
-        raise ConfigError(f"bad seeds {text!r}: seeds must be >= 0")
-    return seeds
 
 
 def mean_ci(values: Sequence[float], confidence: float = 0.95) -> tuple[float, float]:
-    """Mean and Student-t confidence half-width (``nan`` half-width for n < 2)."""
-    x = np.asarray(values, dtype=float)
-    if x.size == 0:
-        return math.nan, math.nan
-    mean = float(x.mean())
-    if x.size < 2:
-        return mean, math.nan
-    sem = float(x.std(ddof=1)) / math.sqrt(x.size)
-    return mean, float(stats.t.ppf(0.5 + confidence / 2, x.size - 1)) * sem
+    """Mean and Student-t half-width (``nan`` for n < 2): the harness's statistics."""
+    ci = harness_mean_ci(values, confidence)
+    return ci.mean, (ci.half_width if ci.n >= 2 else math.nan)
 
 
 @dataclass(frozen=True)

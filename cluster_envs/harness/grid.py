@@ -52,26 +52,24 @@ def check_policy_name(name: str) -> str:
 
 
 def parse_seeds(text: str) -> list[int]:
-    """``"0-9"``, ``"1,4,7"`` or a mix (``"0-4,10"``) -> a sorted list of distinct ints."""
-    seeds: set[int] = set()
-    for part in text.split(","):
+    """``"0-9"``, ``"1,4,7"`` or a mix (``"0-4,10"``) -> the seeds, in the order given.
+
+    Ranges are inclusive; seeds are non-negative; duplicates are dropped.
+    """
+    seeds: list[int] = []
+    for part in str(text).split(","):
         part = part.strip()
-        if not part:
-            continue
         lo, sep, hi = part.partition("-")
         try:
-            if sep:
-                a, b = int(lo), int(hi)
-                if b < a:
-                    raise ConfigError(f"seed range {part!r} runs backwards")
-                seeds.update(range(a, b + 1))
-            else:
-                seeds.add(int(part))
+            first, last = (int(lo), int(hi)) if sep else (int(part), int(part))
         except ValueError:
-            raise ConfigError(f"bad seeds {text!r}: {part!r} is not N or A-B") from None
-    if not seeds:
-        raise ConfigError(f"no seeds in {text!r}")
-    return sorted(seeds)
+            raise ConfigError(
+                f"bad seeds {text!r}: {part!r} is not N or A-B (use '0-9', '1,4,7' or '0-4,10')"
+            ) from None
+        if last < first:
+            raise ConfigError(f"bad seeds {text!r}: range {part!r} runs backwards")
+        seeds.extend(s for s in range(first, last + 1) if s not in seeds)
+    return seeds
 
 
 @dataclass(frozen=True)
