@@ -40,6 +40,13 @@ POLICIES: dict[str, Factory | str] = {
     "fifo-rigid": "baselines.allocation:RigidFifoAllocator",
     "random-alloc": "baselines.allocation:RandomAllocator",
     "tiresias": "baselines.tiresias:TiresiasScheduler",
+    # FIFO + Bayesian-optimisation placement (baselines/placement/online.py).
+    "bo-gp-ei": "baselines.placement.online:bo_gp_ei",
+    "bo-gp-pi": "baselines.placement.online:bo_gp_pi",
+    "bo-gp-lcb": "baselines.placement.online:bo_gp_lcb",
+    "bo-gp-hedge": "baselines.placement.online:bo_gp_hedge",
+    "bo-rf": "baselines.placement.online:bo_rf",
+    "bo-et": "baselines.placement.online:bo_et",
 }
 
 

@@ -1,0 +1,227 @@
+"""Placement search methods, one registry: Bayesian optimisation, random, exhaustive, greedy.
+
+=====================  =====================================================================
+name                   what it does
+=====================  =====================================================================
+``gp-ei``              ``skopt.gp_minimize``, expected improvement
+``gp-pi``              ``gp_minimize``, probability of improvement
+``gp-lcb``             ``gp_minimize``, lower confidence bound
+``gp-hedge``           ``gp_minimize``, GP-Hedge portfolio of EI/PI/LCB
+``rf``                 ``skopt.forest_minimize``, random forest, EI
+``et``                 ``forest_minimize``, extra trees, EI
+``random``             uniform points of the same encoding (seeded numpy)
+``exhaustive``         every feasible configuration (all splits; small instances only)
+``greedy-*``           one configuration from a heuristic (:mod:`~baselines.placement.greedy`)
+=====================  =====================================================================
+
+Every search method minimises the *estimated* total JCT over the encoding of
+:mod:`~baselines.placement.encoding`; the chosen configuration is then also scored with
+the true lengths. BO starts from ``INITIAL_POINTS`` random points (or ``calls`` if
+fewer). ``gbrt_minimize`` and ``dummy_minimize`` are not offered: scikit-optimize 0.10.2's
+are broken under numpy 2 / scikit-learn 1.9.
+"""
+
+from __future__ import annotations
+
+import time
+import warnings
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from baselines.placement.cost import Configuration, PlacementCost
+from baselines.placement.encoding import PlacementEncoding, enumerate_configurations
+from baselines.placement.greedy import GREEDY
+from baselines.placement.problem import PlacementInstance
+from cluster_envs.config import suggest
+from cluster_envs.errors import ConfigError
+
+#: Random initial points of every BO method.
+INITIAL_POINTS = 5
+#: Largest number of configurations exhaustive search enumerates.
+MAX_EXHAUSTIVE = 200_000
+#: skopt options per BO method: (minimiser, keyword arguments).
+SKOPT_METHODS: dict[str, tuple[str, dict[str, Any]]] = {
+    "gp-ei": ("gp", {"acq_func": "EI"}),
+    "gp-pi": ("gp", {"acq_func": "PI"}),
+    "gp-lcb": ("gp", {"acq_func": "LCB"}),
+    "gp-hedge": ("gp", {"acq_func": "gp_hedge"}),
+    "rf": ("forest", {"base_estimator": "RF", "acq_func": "EI"}),
+    "et": ("forest", {"base_estimator": "ET", "acq_func": "EI"}),
+}
+METHODS: tuple[str, ...] = (*SKOPT_METHODS, "random", "exhaustive", *GREEDY)
+
+
+@dataclass
+class SearchResult:
+    """What one search produced.
+
+    Attributes:
+        method: Method name.
+        configuration: Best configuration found (by estimated cost).
+        cost_estimated_s: Its total JCT with the estimated lengths.
+        cost_true_s: Its total JCT with the true lengths.
+        costs_s: Estimated total JCT of every evaluation, in order.
+        suggest_s: Optimiser wall time before each evaluation (s).
+        wall_s: Wall time of the whole search (s).
+        seed: Seed of the search.
+    """
+
+    method: str
+    configuration: Configuration
+    cost_estimated_s: float
+    cost_true_s: float
+    costs_s: list[float] = field(default_factory=list)
+    suggest_s: list[float] = field(default_factory=list)
+    wall_s: float = 0.0
+    seed: int = 0
+
+    @property
+    def best_so_far_s(self) -> list[float]:
+        """Best estimated total JCT after each evaluation."""
+        return np.minimum.accumulate(np.asarray(self.costs_s)).tolist() if self.costs_s else []
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain JSON data (numpy scalars converted)."""
+        return {
+            "method": self.method,
+            "seed": self.seed,
+            "placement": [[[int(n), int(g)] for n, g in p] for p in self.configuration],
+            "total_jct_estimated_s": float(self.cost_estimated_s),
+            "total_jct_true_s": float(self.cost_true_s),
+            "num_evaluations": len(self.costs_s),
+            "wall_s": float(self.wall_s),
+            "trace": [
+                {
+                    "evaluation": i + 1,
+                    "total_jct_s": float(c),
+                    "best_so_far_s": float(b),
+                    "suggest_s": float(s),
+                }
+                for i, (c, b, s) in enumerate(
+                    zip(self.costs_s, self.best_so_far_s, self.suggest_s, strict=True)
+                )
+            ],
+        }
+
+
+class _Timed:
+    """Objective wrapper: decodes points, records costs and time spent outside it."""
+
+    def __init__(self, cost: Callable[[Configuration], float], decode: Callable) -> None:
+        self.cost = cost
+        self.decode = decode
+        self.costs: list[float] = []
+        self.suggest: list[float] = []
+        self.best: tuple[float, Configuration] | None = None
+        self._last = time.perf_counter()
+
+    def __call__(self, x: Any) -> float:
+        self.suggest.append(time.perf_counter() - self._last)
+        config = self.decode(x)
+        value = self.cost(config)
+        self.costs.append(value)
+        if self.best is None or value < self.best[0]:
+            self.best = (value, config)
+        self._last = time.perf_counter()
+        return value
+
+
+def check_method(name: str) -> None:
+    """Raise ConfigError for an unknown method name (with the closest name)."""
+    if name not in METHODS:
+        raise ConfigError(
+            f"unknown placement method {name!r}{suggest(name, METHODS)}; "
+            f"methods: {', '.join(METHODS)}"
+        )
+
+
+def _skopt(
+    name: str,
+    enc: PlacementEncoding,
+    objective: _Timed,
+    calls: int,
+    seed: int,
+    overrides: Mapping[str, Any],
+) -> None:
+    from skopt import forest_minimize, gp_minimize
+
+    kind, options = SKOPT_METHODS[name]
+    minimise = gp_minimize if kind == "gp" else forest_minimize
+    with warnings.catch_warnings():
+        # skopt warns when it proposes a point twice; the repeat is scored (and counted).
+        warnings.simplefilter("ignore", UserWarning)
+        minimise(
+            objective,
+            enc.skopt_space(),
+            n_calls=calls,
+            n_initial_points=min(INITIAL_POINTS, calls),
+            random_state=seed,
+            **{**options, **overrides},
+        )
+
+
+def run_method(
+    name: str,
+    instance: PlacementInstance,
+    calls: int = 30,
+    seed: int = 0,
+    cost: PlacementCost | None = None,
+    skopt_options: Mapping[str, Any] | None = None,
+) -> SearchResult:
+    """Search a placement for ``instance`` with method ``name``.
+
+    Args:
+        name: A name of :data:`METHODS`.
+        instance: The problem.
+        calls: Evaluation budget (search methods; exhaustive and greedy ignore it).
+        seed: Seeds the search.
+        cost: Estimated-length cost to reuse (shares its cache); default: a new one.
+        skopt_options: Extra keyword arguments of ``gp_minimize`` / ``forest_minimize``
+            (e.g. ``{"n_points": 500}``); default: skopt's defaults.
+
+    Returns:
+        The best configuration and the search trace.
+    """
+    check_method(name)
+    if calls < 1:
+        raise ConfigError(f"calls must be >= 1, got {calls}")
+    cost = cost or PlacementCost(instance)
+    enc = PlacementEncoding(
+        instance.num_gpus, instance.free_gpus, instance.node_speed, instance.node_load
+    )
+    if name in SKOPT_METHODS:
+        import skopt  # noqa: F401  (import before timing: the first suggestion pays no import)
+    objective = _Timed(cost, enc.decode)
+    start = time.perf_counter()
+    if name in GREEDY:
+        config = GREEDY[name](instance)
+        objective.decode = lambda c: c
+        objective(config)
+    elif name == "exhaustive":
+        objective.decode = lambda c: c
+        for config in enumerate_configurations(
+            instance.num_gpus, instance.free_gpus, MAX_EXHAUSTIVE
+        ):
+            objective(config)
+    elif enc.num_dims == 0 or name == "random":
+        rng = np.random.default_rng(seed)
+        for _ in range(calls if enc.num_dims else 1):
+            objective(enc.sample(rng))
+    else:
+        _skopt(name, enc, objective, calls, seed, skopt_options or {})
+    wall = time.perf_counter() - start
+    assert objective.best is not None
+    best_cost, best_config = objective.best
+    return SearchResult(
+        method=name,
+        configuration=best_config,
+        cost_estimated_s=best_cost,
+        cost_true_s=PlacementCost(instance, truth=True)(best_config),
+        costs_s=objective.costs,
+        suggest_s=objective.suggest,
+        wall_s=wall,
+        seed=seed,
+    )
