@@ -20,6 +20,8 @@ import numpy as np
 
 from cluster_envs.config import ClusterConfig, SimConfig, get_cluster
 from cluster_envs.envs.episodes import WorkloadSource
+from cluster_envs.policies.base import SchedulingPolicy
+from cluster_envs.policies.registry import make_policy
 from cluster_envs.sim.engine import Simulator
 from cluster_envs.sim.metrics import compute_metrics
 from cluster_envs.workload import Workload
@@ -79,6 +81,19 @@ class ClusterEnvBase(gym.Env):
         if self.render_mode == "rgb_array":
             inv = self.sim.inventory
             self._occupancy.append((self.sim.now_s, (inv.total - inv.free).copy()))
+
+    def policy(self, name: str) -> SchedulingPolicy:
+        """The registered heuristic ``name``, configured for this env (override to tune)."""
+        return make_policy(name)
+
+    def runner_args(self) -> dict[str, Any]:
+        """``run_episode`` keyword arguments that replay the current episode (parity)."""
+        return {
+            "jobs": self.workload,
+            "cluster": self.cluster,
+            "config": self.sim_config,
+            "seed": self.episode_seed,
+        }
 
     def episode_metrics(self) -> dict[str, float]:
         """The simulator's metrics for the episode so far."""

@@ -120,11 +120,11 @@ def run_cell(cell: Cell, keep_details: bool = True) -> dict[str, Any]:
     start = time.perf_counter()
     try:
         env = gym.make(cell.env_id, **cell.env_kwargs)
-        policy = make_policy(cell.policy)
-        if hasattr(policy, "decide"):
-            details, outcome = _run_heuristic(env, policy, cell.seed)
+        prefix, sep, _ = cell.policy.partition(":")
+        if not (sep and prefix in PREFIXES):
+            details, outcome = _run_heuristic(env, cell.policy, cell.seed)
         else:
-            result = rollout(env, policy, cell.seed)
+            result = rollout(env, make_policy(cell.policy), cell.seed)
             details = _details_from_sim(env.unwrapped.sim)
             outcome = {
                 "metrics": result.metrics,
@@ -142,16 +142,11 @@ def run_cell(cell: Cell, keep_details: bool = True) -> dict[str, Any]:
     return row
 
 
-def _run_heuristic(env: gym.Env, policy: Any, seed: int) -> tuple[dict, dict]:
+def _run_heuristic(env: gym.Env, name: str, seed: int) -> tuple[dict, dict]:
     env.reset(seed=seed)
     base = env.unwrapped
-    result = run_episode(
-        base.workload, policy, base.cluster, base.sim_config, seed=base.episode_seed
-    )
+    result = run_episode(policy=base.policy(name), **base.runner_args())
     metrics = dict(result.metrics)
-    extra = getattr(base, "extra_metrics", None)
-    if extra is not None:  # e.g. quality metrics of quality workloads
-        metrics.update(extra(result))
     submit, finish = result.jobs["submit_time_s"], result.jobs["finish_s"]
     done = ~np.isnan(finish)
     details = {

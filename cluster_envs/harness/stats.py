@@ -94,9 +94,9 @@ def summarize(
 ) -> list[dict[str, Any]]:
     """One summary row per (env, workload, policy): mean ± CI of every metric present.
 
-    ``improvement_vs_best_baseline_pct`` compares the policy's mean ``avg_jct_s`` (or
-    ``quality_auc`` where there is no JCT) with the best mean among ``baselines`` in the
-    same (env, workload): positive is better.
+    ``improvement_vs_best_baseline_pct`` compares the policy's mean ``quality_auc`` (on
+    quality workloads) or ``avg_jct_s`` (elsewhere) with the best mean among
+    ``baselines`` in the same (env, workload): positive is better.
     """
     baselines = set(baselines)
     out: list[dict[str, Any]] = []
