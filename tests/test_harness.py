@@ -105,3 +105,20 @@ def test_worker_processes_give_identical_rows() -> None:
     parallel = run_grid(cells, "local", 2, progress=False)
     strip = lambda rows: [{k: v for k, v in r.items() if k != "wall_s"} for r in rows]  # noqa: E731
     assert strip(serial) == strip(parallel)
+
+
+def test_every_suite_names_real_envs_policies_and_shipped_agents() -> None:
+    from agents.policy import pretrained_names
+    from cluster_envs.harness.grid import check_policy_name
+    from cluster_envs.harness.suites import SUITES, get_suite
+
+    shipped = set(pretrained_names())
+    for name in SUITES:
+        for entry in get_suite(name):
+            resolve_env_id(entry.env)
+            for policy in entry.policies:
+                check_policy_name(policy)
+                if policy.startswith("pretrained:"):
+                    assert policy.split(":", 1)[1] in shipped, f"{policy} is not shipped"
+    with pytest.raises(ConfigError, match="did you mean 'default'"):
+        get_suite("defualt")

@@ -12,31 +12,36 @@ from typing import Any
 from cluster_envs.errors import ConfigError
 from cluster_envs.harness.backends import BACKENDS, run_grid
 from cluster_envs.harness.grid import (
+    Cell,
     check_policy_name,
     make_cells,
     parse_seeds,
     resolve_env_id,
 )
 from cluster_envs.harness.report import write_outputs
+from cluster_envs.harness.suites import get_suite
 
 RESULTS_SCHEMA_VERSION = 1
 
 
 def _add(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--env", required=True, help="env id(s), comma-separated")
-    p.add_argument("--policies", required=True, help="policy names, comma-separated")
+    p.add_argument("--suite", default=None, help="a named grid instead of --env/--policies")
+    p.add_argument("--env", default=None, help="env id(s), comma-separated")
+    p.add_argument("--policies", default=None, help="policy names, comma-separated")
     p.add_argument(
         "--workload",
         default="default",
         help="env presets, comma-separated (default, toy, pollux, philly, ...)",
     )
     p.add_argument("--trace", action="append", default=[], help="a trace file (repeatable)")
-    p.add_argument("--seeds", default="0-9", help="e.g. 0-9 or 100,101,105")
+    p.add_argument("--seeds", default="100-104", help="e.g. 100-109 or 100,101,105")
     p.add_argument("--env-kwargs", default="{}", help="JSON kwargs for every env")
     p.add_argument("--baselines", default=None, help="policies counted as baselines")
     p.add_argument("--runs", action="append", default=[], help="TensorBoard run dirs to plot")
     p.add_argument("--search-traces", action="append", default=[], help="place --json outputs")
-    p.add_argument("--out", required=True, help="output folder (must not hold results)")
+    p.add_argument(
+        "--out", default=None, help="output folder (default: results/<suite>-<UTC time>)"
+    )
     p.add_argument("--force", action="store_true", help="overwrite an existing output folder")
     p.add_argument("--backend", default="local", choices=sorted(BACKENDS))
     p.add_argument("--workers", type=int, default=1)
@@ -45,13 +50,20 @@ def _add(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-plots", action="store_true")
 
 
-def _workloads(args: argparse.Namespace) -> dict[str, dict[str, Any]]:
+def _base_kwargs(args: argparse.Namespace) -> dict[str, Any]:
+    """``--env-kwargs``, parsed and checked."""
     try:
         base = json.loads(args.env_kwargs)
     except json.JSONDecodeError as exc:
         raise ConfigError(f"--env-kwargs is not valid JSON: {exc}") from None
     if not isinstance(base, dict):
         raise ConfigError("--env-kwargs must be a JSON object")
+    return base
+
+
+def _workloads(args: argparse.Namespace) -> dict[str, dict[str, Any]]:
+    """Workload name -> env kwargs, from ``--workload`` presets and ``--trace`` files."""
+    base = _base_kwargs(args)
     workloads = {}
     for name in [w.strip() for w in args.workload.split(",") if w.strip()]:
         workloads[name] = {**base, "preset": name}
@@ -70,22 +82,46 @@ def _check_out(out: Path, force: bool) -> None:
     out.mkdir(parents=True, exist_ok=True)
 
 
-def run(args: argparse.Namespace) -> int:
-    """Run the benchmark described by ``args``."""
+def _cells(args: argparse.Namespace, seeds: list[int]) -> tuple[list[Cell], dict[str, Any]]:
+    """The grid of ``--suite`` or of ``--env`` x ``--workload``/``--trace`` x ``--policies``."""
+    if args.suite is not None:
+        if args.env or args.policies:
+            raise ConfigError("give either --suite or --env/--policies, not both")
+        base = _base_kwargs(args)
+        cells: list[Cell] = []
+        described: dict[str, Any] = {}
+        for entry in get_suite(args.suite):
+            env_id = resolve_env_id(entry.env)
+            policies = [check_policy_name(p) for p in entry.policies]
+            workloads = {w: {**base, "preset": w} for w in entry.workloads}
+            cells += make_cells([env_id], workloads, policies, seeds)
+            described[env_id] = {"workloads": workloads, "policies": policies}
+        return cells, described
+    if not args.env or not args.policies:
+        raise ConfigError("give --suite NAME, or --env and --policies")
     envs = [resolve_env_id(e.strip()) for e in args.env.split(",") if e.strip()]
     policies = [check_policy_name(p.strip()) for p in args.policies.split(",") if p.strip()]
+    workloads = _workloads(args)
+    described = {env: {"workloads": workloads, "policies": policies} for env in envs}
+    return make_cells(envs, workloads, policies, seeds), described
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run the benchmark described by ``args``."""
+    seeds = parse_seeds(args.seeds)
+    if args.workers < 1:
+        raise ConfigError(f"--workers must be >= 1, got {args.workers}")
+    cells, described = _cells(args, seeds)
+    policies = list(dict.fromkeys(c.policy for c in cells))
+    envs = list(dict.fromkeys(c.env_id for c in cells))
     baselines = (
         [p.strip() for p in args.baselines.split(",")]
         if args.baselines
         else [p for p in policies if ":" not in p]
     )
-    seeds = parse_seeds(args.seeds)
-    workloads = _workloads(args)
-    if args.workers < 1:
-        raise ConfigError(f"--workers must be >= 1, got {args.workers}")
-    out = Path(args.out)
+    stamp = time.strftime("%Y%m%d-%H%M%S", time.gmtime())
+    out = Path(args.out) if args.out else Path("results") / f"{args.suite or 'benchmark'}-{stamp}"
     _check_out(out, args.force)
-    cells = make_cells(envs, workloads, policies, seeds)
     start = time.perf_counter()
     rows = run_grid(
         cells, args.backend, args.workers, progress=not args.no_progress, address=args.address
@@ -93,10 +129,11 @@ def run(args: argparse.Namespace) -> int:
     meta = {
         "schema_version": RESULTS_SCHEMA_VERSION,
         "command": ["cluster-envs", *sys.argv[1:]] if sys.argv else [],
+        "suite": args.suite,
         "envs": envs,
+        "grid": described,
         "policies": policies,
         "baselines": baselines,
-        "workloads": workloads,
         "seeds": seeds,
         "backend": args.backend,
         "wall_s": time.perf_counter() - start,
@@ -111,6 +148,7 @@ def run(args: argparse.Namespace) -> int:
         search_traces=[Path(t) for t in args.search_traces],
     )
     print(table)
+    print(f"\nresults, summary and plots: {out}/")
     errors = [r for r in rows if r["status"] != "ok"]
     for r in errors:
         print(f"error: {r['policy']} on {r['env']}/{r['workload']} seed {r['seed']}: {r['error']}")
