@@ -143,3 +143,17 @@ def test_bad_configuration_is_rejected_clearly() -> None:
         env = gym.make(MULTI, preset="toy")
         env.reset(seed=0)
         env.step(np.zeros(3, dtype=int))
+
+
+def test_an_agent_that_allocates_nothing_is_truncated_not_looped_forever() -> None:
+    env = gym.make(MULTI, preset="toy", max_stalled_slices=3)
+    env.reset(seed=0)
+    for step in range(1000):
+        _, reward, terminated, truncated, info = env.step(np.zeros(8, dtype=int))
+        assert reward == 0.0 and not terminated
+        if truncated:
+            break
+    assert truncated and step < 1000
+    metrics = info["episode_metrics"]
+    assert metrics["num_finished"] == 0 and metrics["quality_auc"] == 0.0
+    assert math.isnan(metrics["time_to_quality_s"])
