@@ -1,16 +1,22 @@
 #!/usr/bin/env bash
-# Retrain the shipped agent agents/pretrained/MoldableScheduling-v0.{zip,json}:
-# MaskablePPO (agents/hyperparams/maskable_ppo.yml) on cluster_envs/MoldableScheduling-v0
-# (default preset), seed 0, then publish best_model.zip with its card (test metrics on
-# seeds 100-119 next to random masked actions). Overrides: RUN, TIMESTEPS, SEED, FORCE=1.
+# Retrain a shipped agent agents/pretrained/<EnvName-vN>.{zip,json}: train ALGO on ENV
+# (agents/hyperparams/<algo>.yml, the env's default preset), seed SEED, then publish
+# best_model.zip with its card (test metrics on held-out seeds 100-119 next to random
+# masked actions). Overrides: ENV, ALGO, RUN, TIMESTEPS, SEED, FORCE=1.
+#   scripts/train_pretrained.sh                                     # MoldableScheduling-v0
+#   ENV=cluster_envs/JobPlacement-v0 scripts/train_pretrained.sh
+#   ENV=cluster_envs/MetisAllocation-v0 ALGO=ppo scripts/train_pretrained.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
-RUN=${RUN:-runs/pretrained-moldable}
+ENV=${ENV:-cluster_envs/MoldableScheduling-v0}
+ALGO=${ALGO:-maskable_ppo}
+NAME=${ENV#*/}
+RUN=${RUN:-runs/pretrained-$NAME}
 TIMESTEPS=${TIMESTEPS:-80000}
 SEED=${SEED:-0}
 SECONDS=0
-.venv/bin/cluster-envs train --algo maskable_ppo --env cluster_envs/MoldableScheduling-v0 \
+.venv/bin/cluster-envs train --algo "$ALGO" --env "$ENV" \
     --timesteps "$TIMESTEPS" --seed "$SEED" --eval-freq 10000 --eval-episodes 10 \
-    --out "$RUN" ${FORCE:+--force}
+    --out "$RUN" --no-progress ${FORCE:+--force}
 wall=$SECONDS
 .venv/bin/python -m agents.publish "$RUN" --seeds 100-119 --wall-s "$wall"
