@@ -38,6 +38,11 @@ def norm_time(seconds: float) -> float:
     return min(math.log1p(seconds / 60.0) / _LOG_TIME_NORM, 1.0)
 
 
+def norm_times(seconds: np.ndarray) -> np.ndarray:
+    """:func:`norm_time` of an array."""
+    return np.minimum(np.log1p(np.maximum(seconds, 0.0) / 60.0) / _LOG_TIME_NORM, 1.0)
+
+
 def squash(x: float) -> float:
     """Map ``[0, inf)`` to ``[0, 1)`` monotonically: ``x / (1 + x)``."""
     return x / (1.0 + x) if x > 0 else 0.0
@@ -156,17 +161,16 @@ class MoldableEncoder:
         c += 1
         m = self.config.num_running_slots
         if m and sim.active:
-            remaining = []
-            estimator = sim.estimator
-            for j in sim.active:
-                rate = sim.rate[j]
-                left = estimator.total_iterations(j) - sim.iterations_done(j)
-                secs = left / rate if rate > 0 else 0.0
-                remaining.append((secs, int(sim.num_gpus_held[j])))
-            remaining.sort()
-            for i, (secs, gpus) in enumerate(remaining[:m]):
-                obs[c + 2 * i] = norm_time(secs)
-                obs[c + 2 * i + 1] = min(gpus / self.max_level, 1.0)
+            ids = np.fromiter(sim.active, dtype=np.int64, count=len(sim.active))
+            rate = sim.rate[ids]
+            left = sim.estimator.remaining_many(ids)
+            secs = np.divide(left, rate, out=np.zeros_like(left), where=rate > 0)
+            order = np.lexsort((sim.num_gpus_held[ids], secs))[:m]
+            k = len(order)
+            obs[c : c + 2 * k : 2] = norm_times(secs[order])
+            obs[c + 1 : c + 2 * k : 2] = np.minimum(
+                sim.num_gpus_held[ids][order] / self.max_level, 1.0
+            )
         c += 2 * m
         beyond = max(len(sim.queue) - len(window), 0)
         obs[c] = min(math.log1p(beyond) / math.log1p(QUEUE_NORM), 1.0)

@@ -172,6 +172,22 @@ class WorkEstimator:
             total = self.prior(j)
         return max(float(total), done)
 
+    def remaining_many(self, ids: np.ndarray) -> np.ndarray:
+        """Estimated remaining iterations of jobs ``ids`` (vectorised; same values as
+        ``total_iterations(j) - iterations_done(j)`` job by job)."""
+        sim = self.sim
+        done = sim.progress[ids] + sim.rate[ids] * (sim.now_s - sim.last_update_s[ids])
+        for j in ids[np.isnan(self._prior[ids]) | (self._interval[ids] <= 0)]:
+            self.interval(int(j))
+        counts = np.floor(done / self._interval[ids])
+        due = counts >= np.maximum(
+            MIN_OBSERVATIONS, np.asarray(self._fit_count)[ids] * REFIT_GROWTH
+        )
+        for j in ids[due]:
+            self.total_iterations(int(j))  # refits at its milestone (or skips, no curve)
+        total = np.where(np.isnan(self._total[ids]), self._prior[ids], self._total[ids])
+        return np.maximum(total - done, 0.0)
+
     def _refresh(self, j: int, milestone: int) -> None:
         """Fit the first ``milestone`` observations of job ``j``."""
         self._observe(j)
