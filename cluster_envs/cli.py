@@ -98,6 +98,7 @@ COMMANDS: dict[str, Command | str] = {
     "benchmark": "cluster_envs.harness.command:BENCHMARK",
     "train": "agents.cli:TRAIN",
     "evaluate": "agents.cli:EVALUATE",
+    "tune": "agents.tune:TUNE",
     "place": "baselines.placement_cli:PLACE",
 }
 
