@@ -71,7 +71,7 @@ class Sb3Agent:
                     f"{theirs}; evaluate with the env kwargs it was trained with"
                 )
 
-    def act(self, env: gym.Env, obs: np.ndarray, info: dict[str, Any]) -> int:
+    def act(self, env: gym.Env, obs: np.ndarray, info: dict[str, Any]) -> Any:
         """The model's action for ``obs`` (within ``env``'s mask if maskable)."""
         if self.obs_normalizer is not None:
             obs = self.obs_normalizer.normalize_obs(obs)
@@ -84,6 +84,8 @@ class Sb3Agent:
             )
         else:
             action, _ = self.model.predict(obs, deterministic=self.deterministic)
+        if isinstance(env.action_space, gym.spaces.MultiDiscrete):
+            return np.asarray(action, dtype=np.int64)
         return int(action)
 
     def decide(self, view: Any) -> Any:
@@ -111,11 +113,15 @@ class RandomMaskedAgent:
         if seed is not None:
             self.rng = np.random.default_rng(seed)
 
-    def act(self, env: gym.Env, obs: np.ndarray, info: dict[str, Any]) -> int:
-        """A uniformly random feasible action."""
+    def act(self, env: gym.Env, obs: np.ndarray, info: dict[str, Any]) -> Any:
+        """A uniformly random feasible action (per dimension for MultiDiscrete masks)."""
         mask = info.get("action_mask")
         if mask is None:
             mask = env.unwrapped.action_masks()
+        space = env.action_space
+        if isinstance(space, gym.spaces.MultiDiscrete):
+            splits = np.split(np.asarray(mask, dtype=bool), np.cumsum(space.nvec)[:-1])
+            return np.array([self.rng.choice(np.flatnonzero(m)) for m in splits], dtype=np.int64)
         return int(self.rng.choice(np.flatnonzero(mask)))
 
 

@@ -27,7 +27,14 @@ from agents.policy import PRETRAINED_DIR, RandomMaskedAgent, load_agent
 from cluster_envs.envs.rollout import rollout
 
 #: Metrics reported on the card.
-CARD_METRICS = ("avg_jct_s", "p95_jct_s", "gpu_utilization", "jct_ratio_to_lower_bound")
+CARD_METRICS = (
+    "avg_jct_s",
+    "p95_jct_s",
+    "gpu_utilization",
+    "jct_ratio_to_lower_bound",
+    "quality_auc",
+    "time_to_quality_s",
+)
 
 
 def score(agent: Any, env_id: str, env_kwargs: dict[str, Any], seeds: Sequence[int]) -> dict:
@@ -36,7 +43,7 @@ def score(agent: Any, env_id: str, env_kwargs: dict[str, Any], seeds: Sequence[i
     rows = [rollout(env, agent, s).metrics for s in seeds]
     env.close()
     out = {}
-    for key in CARD_METRICS:
+    for key in (k for k in CARD_METRICS if k in rows[0]):
         mean, half = mean_ci([r[key] for r in rows])
         out[key] = {"mean": round(mean, 4), "ci95": round(half, 4)}
     return out
