@@ -122,3 +122,23 @@ def test_every_suite_names_real_envs_policies_and_shipped_agents() -> None:
                     assert policy.split(":", 1)[1] in shipped, f"{policy} is not shipped"
     with pytest.raises(ConfigError, match="did you mean 'default'"):
         get_suite("defualt")
+
+
+def test_learning_and_search_cost_curves_are_plotted(tmp_path: Path) -> None:
+    from agents.train import train
+    from cluster_envs.harness import plots
+
+    run = tmp_path / "run"
+    train("ppo", "cluster_envs/MoldableScheduling-v0", run, timesteps=192, seed=0,
+          env_kwargs={"preset": "toy"}, hyperparams={"n_steps": 64, "batch_size": 64},
+          n_envs=1, eval_freq=0, progress_bar=False)  # fmt: skip
+    assert main(["place", "--method", "random", "--calls", "5", "--instance", "small",
+                 "--seed", "0", "--out", str(tmp_path / "place")]) == 0  # fmt: skip
+    trace = next((tmp_path / "place").glob("*.json"))
+    curves = plots.learning_curves([run], tmp_path)
+    costs = plots.search_cost_curves([json.loads(trace.read_text())], tmp_path)
+    for png in (curves, costs):
+        assert png is not None
+        with Image.open(png) as img:
+            img.verify()
+    assert plots.learning_curves([tmp_path / "nothing"], tmp_path) is None

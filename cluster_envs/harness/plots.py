@@ -131,13 +131,17 @@ def learning_curves(
 
 
 def search_cost_curves(traces: Sequence[dict[str, Any]], out: Path) -> Path | None:
-    """Best-so-far cost against evaluations for BO search traces (``place --json``)."""
+    """Best-so-far cost against evaluations of search traces (``place --out`` JSON)."""
     if not traces:
         return None
     fig, ax = plt.subplots(figsize=(6.4, 4.2))
     for trace in traces:
-        best = trace.get("best_so_far") or []
-        ax.plot(range(1, len(best) + 1), best, label=trace.get("method", "?"))
+        best = [step["best_so_far_s"] for step in trace.get("trace", [])]
+        ax.plot(
+            range(1, len(best) + 1),
+            best,
+            label=f"{trace.get('method', '?')} seed {trace.get('seed', '?')}",
+        )
     ax.set_xlabel("evaluations")
     ax.set_ylabel("best total JCT found (s)")
     ax.legend(fontsize=7)
