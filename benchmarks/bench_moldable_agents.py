@@ -30,7 +30,11 @@ from cluster_envs.harness.suites import MOLDABLE_BASELINES
 ROOT = Path(__file__).resolve().parents[1]
 ENV = "cluster_envs/MoldableScheduling-v0"
 ALGOS = ("maskable_ppo", "ppo", "a2c", "dqn")
-CASES = {"default": "default", "pollux-test": "pollux-train"}  # eval preset -> trained on
+#: eval preset -> the run folders (runs/<name>/<algo>) whose agents it evaluates.
+CASES = {
+    "default": ("moldable-default", "moldable-default-long"),
+    "pollux-test": ("moldable-pollux-train",),
+}
 
 
 def main() -> None:
@@ -40,13 +44,14 @@ def main() -> None:
     args = parser.parse_args()
     seeds = parse_seeds(args.seeds)
     rows, trained = [], {}
-    for preset, train_preset in CASES.items():
+    for preset, run_names in CASES.items():
         agents = []
-        for algo in ALGOS:
-            model = Path(args.runs) / f"moldable-{train_preset}" / algo / "best_model.zip"
-            if model.is_file():
-                agents.append(f"sb3:{model}")
-                trained[f"{preset}/{algo}"] = str(model)
+        for run_name in run_names:
+            for algo in ALGOS:
+                model = Path(args.runs) / run_name / algo / "best_model.zip"
+                if model.is_file():
+                    agents.append(f"sb3:{model}")
+                    trained[f"{preset}/{run_name}/{algo}"] = str(model)
         cells = make_cells(
             [ENV], {preset: {"preset": preset}}, [*MOLDABLE_BASELINES, *agents], seeds
         )
@@ -55,12 +60,12 @@ def main() -> None:
     for s in summary:
         if s["policy"].startswith("sb3:"):
             path = Path(s["policy"][4:])
-            s["policy"] = f"{path.parent.name} (trained on {path.parent.parent.name})"
+            s["policy"] = f"{path.parent.name} ({path.parent.parent.name})"
     walls = {}
-    for train_preset in set(CASES.values()):
-        wall = Path(args.runs) / f"moldable-{train_preset}" / "train_wall.txt"
+    for run_name in sorted({r for names in CASES.values() for r in names}):
+        wall = Path(args.runs) / run_name / "train_wall.txt"
         if wall.is_file():
-            walls[train_preset] = wall.read_text().strip().splitlines()
+            walls[run_name] = wall.read_text().strip().splitlines()
     lines = [
         "# MoldableScheduling-v0: trained agents vs every baseline",
         "",
