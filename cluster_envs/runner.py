@@ -124,7 +124,9 @@ def run_episode(
     metrics = compute_metrics(sim)
     if quality:
         metrics.update(quality_metrics(sim))
-    return EpisodeResult(metrics, sim.record.timeline(), _job_table(sim), truncated)
+    return EpisodeResult(
+        metrics, sim.record.timeline(), _job_table(sim), truncated, list(sim.record.segments)
+    )
 
 
 def _run_events(sim: Simulator, policy: SchedulingPolicy, horizon_s: float | None) -> bool:

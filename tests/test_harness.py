@@ -142,3 +142,18 @@ def test_learning_and_search_cost_curves_are_plotted(tmp_path: Path) -> None:
         with Image.open(png) as img:
             img.verify()
     assert plots.learning_curves([tmp_path / "nothing"], tmp_path) is None
+
+
+def test_cell_details_feed_the_plots() -> None:
+    from cluster_envs.harness.grid import Cell, run_cell
+
+    for policy in ("fifo", "pretrained:MoldableScheduling-v0"):
+        row = run_cell(
+            Cell("cluster_envs/MoldableScheduling-v0", "toy", {"preset": "toy"}, policy, 0)
+        )
+        details = row["details"]
+        assert len(details["jct_s"]) == row["metrics"]["num_finished"]
+        assert {seg[0] for seg in details["segments"]} == set(
+            range(int(row["metrics"]["num_jobs"]))
+        )
+        assert len(details["timeline"]["time_s"]) > 1

@@ -209,3 +209,9 @@ def test_speed_model_sees_slowest_gpu_of_mixed_placement() -> None:
     sim.step()
     sim.apply(Decision((Allocate(0, ((0, 1), (1, 1))),)))
     assert sim.rate[0] == pytest.approx(2.0)  # two GPUs at T4 speed, not A100
+
+
+def test_episode_result_records_every_gpu_holding() -> None:
+    jobs = [make_job(0, 0, 100), make_job(1, 0, 50)]
+    result = run_episode(jobs, "fifo", ONE_GPU)
+    assert result.segments == [(0, 0.0, 100.0, ((0, 1),)), (1, 100.0, 150.0, ((0, 1),))]

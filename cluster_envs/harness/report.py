@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from cluster_envs.harness import plots
-from cluster_envs.harness.stats import SUMMARY_METRICS, summarize
+from cluster_envs.harness.stats import SUMMARY_METRICS, group_rows, summarize
 
 
 def results_document(rows: Sequence[dict[str, Any]], meta: dict[str, Any]) -> dict[str, Any]:
@@ -60,7 +60,10 @@ def write_outputs(
     ok = [r for r in rows if r.get("status") == "ok" and r.get("details")]
     if plots_enabled and ok:
         made = plots.jct_cdf(ok, out) + plots.timelines(ok, out)
-        made.append(plots.gantt(min(ok, key=lambda r: (r["policy"], r["seed"])), out))
+        for cell in group_rows(ok, ("env", "workload")).values():
+            first_policy = cell[0]["policy"]  # the grid's first policy, lowest seed
+            made.append(plots.gantt(min((r for r in cell if r["policy"] == first_policy),
+                                        key=lambda r: r["seed"]), out))  # fmt: skip
         curves = plots.learning_curves(run_dirs, out) if run_dirs else None
         traces = [json.loads(Path(t).read_text()) for t in search_traces]
         cost = plots.search_cost_curves(traces, out)
