@@ -30,26 +30,12 @@ from baselines.placement.cost import Configuration
 from baselines.placement.encoding import PlacementEncoding
 from baselines.placement.problem import PlacementInstance
 from cluster_envs.perf import zoo
+from cluster_envs.policies.placement import fewest_nodes
 from cluster_envs.sim.contention import Contention
 from cluster_envs.types import Placement
 
 #: Weight of the compute-speed term in the Tetris alignment score.
 TETRIS_SPEED_WEIGHT = 1.0
-
-
-def _fewest_nodes(free: np.ndarray, nodes: np.ndarray, num_gpus: int) -> Placement | None:
-    if free[nodes].sum() < num_gpus:
-        return None
-    order = nodes[np.lexsort((nodes, -free[nodes]))]
-    out, need = [], num_gpus
-    for node in order:
-        take = min(int(free[node]), need)
-        if take:
-            out.append((int(node), take))
-            need -= take
-        if not need:
-            break
-    return tuple(sorted(out))
 
 
 def consolidate_one(free: np.ndarray, speed: np.ndarray, num_gpus: int) -> Placement:
@@ -60,11 +46,11 @@ def consolidate_one(free: np.ndarray, speed: np.ndarray, num_gpus: int) -> Place
         return ((int(fits[0]), num_gpus),)
     best: Placement | None = None
     for s in np.unique(speed)[::-1]:
-        found = _fewest_nodes(free, np.flatnonzero((speed == s) & (free > 0)), num_gpus)
+        found = fewest_nodes(free, np.flatnonzero((speed == s) & (free > 0)), num_gpus)
         if found is not None and (best is None or len(found) < len(best)):
             best = found
     if best is None:
-        best = _fewest_nodes(free, np.flatnonzero(free > 0), num_gpus)
+        best = fewest_nodes(free, np.flatnonzero(free > 0), num_gpus)
     assert best is not None, "instance guarantees the batch fits"
     return best
 

@@ -40,6 +40,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from cluster_envs.policies.placement import fewest_nodes
 from cluster_envs.types import Allocate, Decision, Placement
 
 if TYPE_CHECKING:
@@ -174,21 +175,6 @@ def _shrunk(placement: Placement, count: int) -> Placement:
     return tuple(sorted(kept))
 
 
-def _fewest_nodes(free: np.ndarray, nodes: np.ndarray, count: int) -> Placement | None:
-    if free[nodes].sum() < count:
-        return None
-    out: list[tuple[int, int]] = []
-    need = count
-    for node in nodes[np.lexsort((nodes, -free[nodes]))]:
-        take = min(int(free[node]), need)
-        if take:
-            out.append((int(node), take))
-            need -= take
-        if not need:
-            break
-    return tuple(sorted(out))
-
-
 def place(free: np.ndarray, node_speed: np.ndarray, count: int) -> Placement:
     """Consolidated best-fit placement of ``count`` GPUs (``free`` must hold them)."""
     for speed in np.unique(node_speed)[::-1]:
@@ -197,10 +183,10 @@ def place(free: np.ndarray, node_speed: np.ndarray, count: int) -> Placement:
             node = fits[np.argmin(free[fits])]
             return ((int(node), int(count)),)
     for speed in np.unique(node_speed)[::-1]:
-        found = _fewest_nodes(free, np.flatnonzero(node_speed == speed), count)
+        found = fewest_nodes(free, np.flatnonzero(node_speed == speed), count)
         if found is not None:
             return found
-    found = _fewest_nodes(free, np.arange(len(free)), count)
+    found = fewest_nodes(free, np.arange(len(free)), count)
     if found is None:
         raise ValueError(f"{count} GPUs do not fit in {int(free.sum())} free")
     return found

@@ -16,7 +16,7 @@ from cluster_envs.types import Placement
 STRATEGIES = ("first-fit", "best-fit")
 
 
-def _fewest_nodes(free: np.ndarray, nodes: np.ndarray, num_gpus: int) -> Placement | None:
+def fewest_nodes(free: np.ndarray, nodes: np.ndarray, num_gpus: int) -> Placement | None:
     """Fill the nodes with the most free GPUs first (ties: lower id) until ``num_gpus``."""
     if free[nodes].sum() < num_gpus:
         return None
@@ -67,11 +67,11 @@ class ConsolidatedPlacement:
         best: Placement | None = None
         for speed in speeds:
             nodes = np.flatnonzero((view.node_speed == speed) & (free > 0))
-            found = _fewest_nodes(free, nodes, num_gpus)
+            found = fewest_nodes(free, nodes, num_gpus)
             if found is not None and (best is None or len(found) < len(best)):
                 best = found
         if best is None:
-            best = _fewest_nodes(free, np.flatnonzero(free > 0), num_gpus)
+            best = fewest_nodes(free, np.flatnonzero(free > 0), num_gpus)
         return best
 
 
