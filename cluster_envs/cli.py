@@ -116,7 +116,10 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
     for name, entry in COMMANDS.items():
         help_text, add_arguments, _ = _command(entry)
-        add_arguments(sub.add_parser(name, help=help_text, description=help_text))
+        # argparse %-formats help strings: a literal '%' (as in "95% CI") must be doubled.
+        add_arguments(
+            sub.add_parser(name, help=help_text.replace("%", "%%"), description=help_text)
+        )
     return parser
 
 

@@ -121,3 +121,13 @@ def test_simulate_needs_no_torch_or_skopt_at_run_time() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+@pytest.mark.parametrize(
+    "command", [[], ["simulate"], ["benchmark"], ["train"], ["evaluate"], ["tune"], ["place"]]
+)
+def test_help_of_every_command(command: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exit_info:
+        main([*command, "--help"])
+    assert exit_info.value.code == 0
+    assert "usage: cluster-envs" in capsys.readouterr().out
