@@ -51,7 +51,7 @@ SUITES: dict[str, tuple[SuiteEntry, ...]] = {
         SuiteEntry(
             "cluster_envs/MoldableScheduling-v0",
             ("default", "pollux-test"),
-            (*MOLDABLE_BASELINES, "pretrained:MoldableScheduling-v0"),
+            (*MOLDABLE_BASELINES, "best-threshold-pollux", "pretrained:MoldableScheduling-v0"),
         ),
     ),
 }
