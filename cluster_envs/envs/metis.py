@@ -13,7 +13,7 @@ from gymnasium import spaces
 
 from cluster_envs.envs.base import ClusterEnvBase
 from cluster_envs.envs.config import split_kwargs
-from cluster_envs.envs.metis_features import MetisEncoder
+from cluster_envs.envs.metis_features import JOB_FEATURES, MetisEncoder
 from cluster_envs.envs.projection import (
     DEFAULT_NUM_SLOTS,
     AllocationState,
@@ -53,6 +53,10 @@ class MetisConfig:
         gap_scale_s: ``quality_gap`` is divided by this (s).
         max_stalled_slices: Truncate after this many slices in a row with jobs waiting,
             nothing running, nothing allocated and nothing left to happen.
+        job_features: ``"fitted"`` (default: loss curves fitted to noisy observations),
+            ``"oracle"`` (ABLATION ONLY: the true curves and true lengths, which no real
+            scheduler has) or ``"no_curve"`` (ablation: the loss-curve fields zeroed), to
+            measure whether the state design matters.
     """
 
     cluster: str = "small"
@@ -65,8 +69,13 @@ class MetisConfig:
     gap_weight: float = 0.0
     gap_scale_s: float = 3600.0
     max_stalled_slices: int = 10
+    job_features: str = "fitted"
 
     def __post_init__(self) -> None:
+        if self.job_features not in JOB_FEATURES:
+            raise ConfigError(
+                f"job_features must be one of {JOB_FEATURES}, got {self.job_features!r}"
+            )
         for name in ("num_slots", "max_gpus_per_job", "max_stalled_slices"):
             if getattr(self, name) < 1:
                 raise ConfigError(f"{name} must be >= 1, got {getattr(self, name)}")
@@ -175,8 +184,9 @@ class MetisAllocationEnv(ClusterEnvBase):
         self.max_gpus = min(config.max_gpus_per_job, self.cluster.num_gpus)
         self.quality_settings = QualitySettings(config.quality_window_s, config.quality_threshold)
         self.encoder = MetisEncoder(
-            config.num_slots, self.max_gpus, self.cluster, config.time_slice_s
-        )
+            config.num_slots, self.max_gpus, self.cluster, config.time_slice_s,
+            job_features=config.job_features,
+        )  # fmt: skip
         self.observation_space = spaces.Box(0.0, 1.0, (self.encoder.size,), np.float32)
         self.action_space = self._make_action_space()
         self.slots: list[int | None] = [None] * config.num_slots

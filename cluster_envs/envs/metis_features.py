@@ -117,6 +117,11 @@ CLUSTER_NAMES = [
 ]
 
 
+#: What the per-job curve features show: fitted (the real setting), oracle (ablation:
+#: the hidden truth), no_curve (ablation: loss-curve fields zeroed).
+JOB_FEATURES = ("fitted", "oracle", "no_curve")
+
+
 class MetisEncoder:
     """Encodes the MetisAllocation state; :meth:`describe` names every index.
 
@@ -130,8 +135,14 @@ class MetisEncoder:
     """
 
     def __init__(
-        self, num_slots: int, max_gpus: int, cluster: ClusterConfig, slice_s: float
+        self,
+        num_slots: int,
+        max_gpus: int,
+        cluster: ClusterConfig,
+        slice_s: float,
+        job_features: str = "fitted",
     ) -> None:
+        self.job_features = job_features
         self.num_slots = num_slots
         self.max_gpus = float(max_gpus)
         self.cluster = cluster
@@ -185,12 +196,19 @@ class MetisEncoder:
         state = int(sim.state[j])
         est = sim.estimator.estimate(j)
         total = max(est.total_iterations, 1e-9)
+        remaining = est.remaining_iterations
+        fit = est.fitted
+        if self.job_features == "oracle":  # ablation only: the hidden truth
+            total = spec.total_iterations
+            remaining = max(total - sim.iterations_done(j), 0.0)
+            fit = spec.loss_curve
         frac = min(sim.iterations_done(j) / total, 1.0)
         curve = curve_integral(spec.model)
         q_now = curve.quality(frac)
         prof = self.profile(sim, j)
-        if est.fitted is not None:
-            fit = est.fitted
+        if self.job_features == "no_curve":
+            curve_feats = (0.0, 0.0, 0.0, 0.0)
+        elif fit is not None:
             curve_feats = (1.0, squash(fit.b0 * total), squash(fit.b1), squash(fit.b2))
         else:
             curve_feats = (0.0, *prior_curve_features(spec.model))
@@ -206,10 +224,10 @@ class MetisEncoder:
             norm_time(sim.now_s - spec.submit_time_s),
             frac,
             q_now,
-            norm_time(est.remaining_iterations / prof.rate(1)),
+            norm_time(remaining / prof.rate(1)),
             norm_time(float(sim.attained_gpu_s[j])),
             *curve_feats,
-            squash(est.num_observations / OBS_NORM),
+            0.0 if self.job_features == "no_curve" else squash(est.num_observations / OBS_NORM),
         )
         base = 22 + len(FEATURE_GPUS)
         step = self.slice_s / total
