@@ -115,6 +115,19 @@ class WorkloadSource:
         return rebase(full, start, self.num_jobs)
 
 
+#: The synthetic job mix of the moldable and Metis default/toy presets: a heavier
+#: multi-GPU mix than Philly's (95% 1-GPU) at offered load 2, GPU-time capped at 8 h, so
+#: that queues form and allocation matters; batch sizes drawn over each model's profiled
+#: range, so some jobs scale well and some do not.
+SYNTHETIC_JOBS: dict = {
+    "workload": "synthetic",
+    "load": 2.0,
+    "batch_sizes": "sampled",
+    "max_gpu_time_s": 8 * 3600.0,
+    "gpu_demand": {"1": 0.5, "2": 0.15, "4": 0.2, "8": 0.15},
+}
+
+
 @lru_cache(maxsize=32)
 def _load_cached(
     name: str, kind: str, max_gpus_cap: int, time_scale: float, batch_sizes: str

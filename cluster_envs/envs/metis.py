@@ -13,6 +13,7 @@ from gymnasium import spaces
 
 from cluster_envs.envs.base import ClusterEnvBase
 from cluster_envs.envs.config import split_kwargs
+from cluster_envs.envs.episodes import SYNTHETIC_JOBS
 from cluster_envs.envs.metis_features import JOB_FEATURES, MetisEncoder
 from cluster_envs.envs.projection import (
     DEFAULT_NUM_SLOTS,
@@ -84,17 +85,6 @@ class MetisConfig:
                 raise ConfigError(f"{name} must be > 0, got {getattr(self, name)}")
         QualitySettings(self.quality_window_s, self.quality_threshold)
 
-
-#: The synthetic job mix of the default and toy presets (as MoldableScheduling's): a
-#: multi-GPU mix at offered load 2, GPU-time capped at 8 h, batch sizes drawn over each
-#: model's profiled range (some jobs scale well, some do not).
-SYNTHETIC_JOBS: dict[str, Any] = {
-    "workload": "synthetic",
-    "load": 2.0,
-    "batch_sizes": "sampled",
-    "max_gpu_time_s": 8 * 3600.0,
-    "gpu_demand": {"1": 0.5, "2": 0.15, "4": 0.2, "8": 0.15},
-}
 
 PRESETS: dict[str, dict[str, Any]] = {
     # 30 malleable jobs on 8 x 4 T4; 32 slots, so every job in the system is covered.

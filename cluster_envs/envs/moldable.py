@@ -12,6 +12,7 @@ from gymnasium import spaces
 
 from cluster_envs.envs.base import ClusterEnvBase
 from cluster_envs.envs.config import split_kwargs
+from cluster_envs.envs.episodes import SYNTHETIC_JOBS
 from cluster_envs.envs.features import MoldableEncoder
 from cluster_envs.errors import ConfigError, InfeasibleDecisionError
 from cluster_envs.policies.placement import ConsolidatedPlacement
@@ -52,17 +53,6 @@ class MoldableConfig:
         if self.num_running_slots < 0:
             raise ConfigError("num_running_slots must be >= 0")
 
-
-#: Jobs of the synthetic presets: a heavier multi-GPU mix than Philly's (95% 1-GPU) and
-#: GPU-time capped at 8 h, so that queues form and the parallelism choice matters; batch
-#: sizes drawn over each model's profiled range, so some jobs scale well and some don't.
-SYNTHETIC_JOBS: dict[str, Any] = {
-    "workload": "synthetic",
-    "load": 2.0,
-    "batch_sizes": "sampled",
-    "max_gpu_time_s": 8 * 3600.0,
-    "gpu_demand": {"1": 0.5, "2": 0.15, "4": 0.2, "8": 0.15},
-}
 
 PRESETS: dict[str, dict[str, Any]] = {
     # 60 moldable jobs per episode at offered load 2 on 8 x 4 T4.
