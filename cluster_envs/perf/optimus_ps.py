@@ -21,6 +21,8 @@ import numpy as np
 from numpy.typing import ArrayLike
 from scipy.optimize import nnls
 
+from cluster_envs.perf.speed import shape_totals
+
 
 @dataclass(frozen=True)
 class OptimusPSThroughput:
@@ -73,18 +75,7 @@ class OptimusPSThroughput:
         network_speed: float = 1.0,
     ) -> float:
         """Iterations per second with ``w = sum(gpus_per_node)``, ``p = nodes spanned``."""
-        w = 0
-        p = 0
-        for g in gpus_per_node:
-            if g < 0:
-                raise ValueError(f"negative GPU count in placement {gpus_per_node}")
-            if g:
-                w += g
-                p += 1
-        if w == 0:
-            raise ValueError(f"placement {gpus_per_node!r} has no GPUs")
-        if compute_speed <= 0 or network_speed <= 0:
-            raise ValueError("compute_speed and network_speed must be > 0")
+        w, p = shape_totals(gpus_per_node, compute_speed, network_speed)
         net = network_speed if p > 1 else 1.0
         denom = (
             self.t0 * self.batch_size / w / compute_speed

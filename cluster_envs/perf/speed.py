@@ -83,3 +83,27 @@ def packed_shape(num_gpus: int, gpus_per_node: int) -> tuple[int, ...]:
         raise ValueError(f"packed_shape needs positive counts, got {num_gpus}, {gpus_per_node}")
     full, rest = divmod(num_gpus, gpus_per_node)
     return (gpus_per_node,) * full + ((rest,) if rest else ())
+
+
+def shape_totals(
+    gpus_per_node: tuple[int, ...], compute_speed: float, network_speed: float
+) -> tuple[int, int]:
+    """``(GPUs, nodes used)`` of a placement shape, after checking it and the speeds.
+
+    Raises:
+        ValueError: A negative count, no GPU at all, or a non-positive speed.
+    """
+    gpus = nodes = 0
+    for g in gpus_per_node:
+        if g < 0:
+            raise ValueError(f"negative GPU count in placement {gpus_per_node}")
+        if g:
+            gpus += g
+            nodes += 1
+    if gpus == 0:
+        raise ValueError(f"placement {gpus_per_node!r} has no GPUs")
+    if compute_speed <= 0 or network_speed <= 0:
+        raise ValueError(
+            f"speeds must be > 0, got compute {compute_speed}, network {network_speed}"
+        )
+    return gpus, nodes

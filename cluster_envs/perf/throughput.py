@@ -25,6 +25,7 @@ from numpy.typing import ArrayLike
 from scipy.optimize import least_squares
 
 from cluster_envs.perf.optimus_ps import OptimusPSThroughput, fit_optimus_ps
+from cluster_envs.perf.speed import shape_totals
 
 #: Tolerance of the ceil() in the gradient-accumulation rule (as in Pollux).
 CEIL_EPS = 1e-8
@@ -97,20 +98,7 @@ class PolluxThroughput:
         Raises:
             ValueError: Empty or all-zero placement, or non-positive speeds.
         """
-        replicas = 0
-        nodes = 0
-        for g in gpus_per_node:
-            if g < 0:
-                raise ValueError(f"negative GPU count in placement {gpus_per_node}")
-            if g:
-                replicas += g
-                nodes += 1
-        if replicas == 0:
-            raise ValueError(f"placement {gpus_per_node!r} has no GPUs")
-        if compute_speed <= 0 or network_speed <= 0:
-            raise ValueError(
-                f"speeds must be > 0, got compute {compute_speed}, network {network_speed}"
-            )
+        replicas, nodes = shape_totals(gpus_per_node, compute_speed, network_speed)
         local = self.batch_size / replicas
         steps = max(math.ceil(local / self.max_local_bsz - CEIL_EPS), 1)
         atomic = math.ceil(local / steps - CEIL_EPS)
