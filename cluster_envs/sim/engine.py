@@ -228,7 +228,9 @@ class Simulator:
     def _release(self, j: int) -> None:
         self._sync_progress(j)
         if self.record.keep_timeline:
-            self.record.segments.append((j, float(self.held_since_s[j]), self.now_s, self.placement[j]))
+            self.record.segments.append(
+                (j, float(self.held_since_s[j]), self.now_s, self.placement[j])
+            )
         self.inventory.give_back(self.placement[j])
         self.placement[j] = ()
         self.num_gpus_held[j] = 0
