@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 import cluster_envs  # noqa: F401
+from cluster_envs.envs.rollout import HeuristicAgent, rollout
 from cluster_envs.errors import ConfigError, InfeasibleDecisionError
 from cluster_envs.runner import run_episode
 from cluster_envs.types import Allocate, Decision, JobKind
@@ -72,9 +73,10 @@ def test_spaces_jobs_and_documented_fields() -> None:
 
 
 def test_return_is_the_final_quality_and_components_are_reported() -> None:
-    env = gym.make(MULTI, preset="toy", gap_weight=0.5)
+    env = gym.make(MULTI, preset="toy", gap_weight=0.5, auc_weight=2.0)
     _, info = env.reset(seed=1)
-    totals = {"quality_gain": 0.0, "quality_gap": 0.0}
+    start_auc = env.unwrapped.tracker.projected_auc_job_windows()
+    totals = {"quality_gain": 0.0, "quality_gap": 0.0, "quality_auc": 0.0}
     done, ret = False, 0.0
     while not done:
         _, reward, terminated, truncated, info = env.step(np.full(8, 2))
@@ -85,7 +87,25 @@ def test_return_is_the_final_quality_and_components_are_reported() -> None:
     metrics = info["episode_metrics"]
     assert totals["quality_gain"] == pytest.approx(metrics["num_jobs"] * 1.0)
     assert totals["quality_gap"] == pytest.approx(-metrics["quality_gap_job_h"])
-    assert ret == pytest.approx(totals["quality_gain"] + 0.5 * totals["quality_gap"])
+    # The AUC component telescopes to the episode's quality AUC (in job-windows).
+    assert totals["quality_auc"] + start_auc == pytest.approx(
+        metrics["num_jobs"] * metrics["quality_auc"]
+    )
+    assert ret == pytest.approx(
+        totals["quality_gain"] + 0.5 * totals["quality_gap"] + 2.0 * totals["quality_auc"]
+    )
+
+
+def test_auc_reward_prefers_the_policy_with_the_higher_auc() -> None:
+    """The AUC return ranks two policies as their quality AUC does (not so the gain)."""
+    results = {}
+    for name in ("slaq", "fifo-rigid"):
+        env = gym.make(MULTI, preset="toy", gain_weight=0.0, auc_weight=1.0)
+        result = rollout(env, HeuristicAgent(env.unwrapped.policy(name)), seed=3)
+        results[name] = (result.episode_return, result.metrics["quality_auc"])
+    (r_slaq, auc_slaq), (r_fifo, auc_fifo) = results["slaq"], results["fifo-rigid"]
+    assert auc_slaq != auc_fifo
+    assert (r_slaq > r_fifo) == (auc_slaq > auc_fifo)
 
 
 def test_projection_is_counted_and_masks_follow_the_slots() -> None:
@@ -148,7 +168,7 @@ def test_bad_configuration_is_rejected_clearly() -> None:
 def test_an_agent_that_allocates_nothing_is_truncated_not_looped_forever() -> None:
     env = gym.make(MULTI, preset="toy", max_stalled_slices=3)
     env.reset(seed=0)
-    for step in range(1000):
+    for step in range(1000):  # noqa: B007 (read after the loop)
         _, reward, terminated, truncated, info = env.step(np.zeros(8, dtype=int))
         assert reward == 0.0 and not terminated
         if truncated:

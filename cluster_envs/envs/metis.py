@@ -37,6 +37,9 @@ from cluster_envs.sim.quality import (
 from cluster_envs.types import Decision, JobKind, JobSpec
 from cluster_envs.workload import Workload
 
+#: Names of the reward components in ``info["reward_components"]``.
+REWARD_COMPONENTS = ("quality_gain", "quality_gap", "quality_auc")
+
 
 @dataclass(frozen=True)
 class MetisConfig:
@@ -52,6 +55,8 @@ class MetisConfig:
         gain_weight: Weight of the ``quality_gain`` reward component.
         gap_weight: Weight of the ``quality_gap`` reward component.
         gap_scale_s: ``quality_gap`` is divided by this (s).
+        auc_weight: Weight of the ``quality_auc`` reward component (the increments of
+            ``n * quality_auc``; the reward that the shipped agents train on).
         max_stalled_slices: Truncate after this many slices in a row with jobs waiting,
             nothing running, nothing allocated and nothing left to happen.
         job_features: ``"fitted"`` (default: loss curves fitted to noisy observations),
@@ -69,6 +74,7 @@ class MetisConfig:
     gain_weight: float = 1.0
     gap_weight: float = 0.0
     gap_scale_s: float = 3600.0
+    auc_weight: float = 0.0
     max_stalled_slices: int = 10
     job_features: str = "fitted"
 
@@ -136,11 +142,18 @@ class MetisAllocationEnv(ClusterEnvBase):
     mean estimated quality, time.
 
     ## Rewards
-    ``gain_weight * quality_gain + gap_weight * quality_gap`` with ``quality_gain`` the
-    sum over jobs of the normalised quality gained since the last step (true quality:
-    the zoo's curve at the true fraction of training; sums to the jobs' final quality)
-    and ``quality_gap = -(job-seconds of quality still missing) / gap_scale_s`` (sums to
-    minus ``quality_gap_job_h`` in gap-scale units). Both in ``info["reward_components"]``.
+    ``gain_weight * quality_gain + gap_weight * quality_gap + auc_weight * quality_auc``
+    (defaults 1, 0, 0) with ``quality_gain`` the sum over jobs of the normalised quality
+    gained since the last step (true quality: the zoo's curve at the true fraction of
+    training; sums to the jobs' final quality), ``quality_gap = -(job-seconds of quality
+    still missing) / gap_scale_s`` (sums to minus ``quality_gap_job_h`` in gap-scale
+    units) and ``quality_auc`` the increment of ``n * quality_auc`` computed as if the
+    episode stopped now (each job's quality gain weighted by the share of its window
+    still ahead; sums to ``n * quality_auc`` minus its value at reset). ``quality_gain``
+    alone sums to about the number of jobs for *every* policy that lets all jobs
+    converge, so it separates policies only through discounting; the agents of
+    ``agents/hyperparams`` train on ``quality_auc``. All three are in
+    ``info["reward_components"]``.
 
     ## Starting State
     The episode's workload comes from the seed (:mod:`cluster_envs.envs.episodes`); the
@@ -186,6 +199,7 @@ class MetisAllocationEnv(ClusterEnvBase):
         self.num_projected = 0
         self._quality = 0.0
         self._gap = 0.0
+        self._auc = 0.0
 
     def _make_action_space(self) -> spaces.Space:
         return spaces.MultiDiscrete([self.max_gpus + 1] * self.num_slots)
@@ -224,7 +238,8 @@ class MetisAllocationEnv(ClusterEnvBase):
         self._note_occupancy()
         terminated, truncated = self._to_decision()
         self._quality, self._gap = self.tracker.total_quality(), self.tracker.gap_area
-        info = self._info({"quality_gain": 0.0, "quality_gap": 0.0})
+        self._auc = self.tracker.projected_auc_job_windows()
+        info = self._info(dict.fromkeys(REWARD_COMPONENTS, 0.0))
         return self._get_obs(), self._finish_info(info, terminated or truncated)
 
     def step(self, action: Any) -> tuple[np.ndarray, float, bool, bool, dict[str, Any]]:
@@ -312,15 +327,19 @@ class MetisAllocationEnv(ClusterEnvBase):
         terminated, truncated = self._to_decision()
         if not terminated and self.num_stalled >= self.config.max_stalled_slices:
             truncated = True
-        quality, gap = self.tracker.total_quality(), self.tracker.gap_area
+        tracker, config = self.tracker, self.config
+        quality, gap = tracker.total_quality(), tracker.gap_area
+        auc = tracker.projected_auc_job_windows()
         components = {
             "quality_gain": quality - self._quality,
-            "quality_gap": -(gap - self._gap) / self.config.gap_scale_s,
+            "quality_gap": -(gap - self._gap) / config.gap_scale_s,
+            "quality_auc": auc - self._auc,
         }
-        self._quality, self._gap = quality, gap
+        self._quality, self._gap, self._auc = quality, gap, auc
         reward = (
-            self.config.gain_weight * components["quality_gain"]
-            + self.config.gap_weight * components["quality_gap"]
+            config.gain_weight * components["quality_gain"]
+            + config.gap_weight * components["quality_gap"]
+            + config.auc_weight * components["quality_auc"]
         )
         info = self._finish_info(self._info(components), terminated or truncated)
         return self._get_obs(), float(reward), terminated, truncated, info
@@ -450,7 +469,7 @@ class MetisAllocationDiscreteEnv(MetisAllocationEnv):
             a = self.end_action
         if a != self.end_action:
             self.pending[a] += 1
-            info = self._info({"quality_gain": 0.0, "quality_gap": 0.0})
+            info = self._info(dict.fromkeys(REWARD_COMPONENTS, 0.0))
             return self._get_obs(), 0.0, False, False, info
         requests = {j: int(self.pending[k]) for k, j in enumerate(self.slots) if j is not None}
         return self._commit(requests)

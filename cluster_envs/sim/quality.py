@@ -200,8 +200,10 @@ class QualityTracker:
                 share = 0.0 if f0 >= target else (target - f0) / (f1 - f0)
                 self.reach_s[j] = t0 + share * dt
 
-    def metrics(self) -> dict[str, float]:
-        """The quality metrics of the episode so far (see the module docstring)."""
+    def _held(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Per job: window area with its last quality held to the window's end, that
+        last quality, and the reach times (a job finished within one instant reached its
+        quality at its end)."""
         sim = self.sim
         n = len(sim.jobs)
         now, window = sim.now_s, self.settings.window_s
@@ -215,9 +217,26 @@ class QualityTracker:
             covered = float(sim.finish_s[j]) if finished else now
             last_q[j] = self.quality(j)
             if finished and math.isnan(reach[j]):
-                reach[j] = covered  # finished within one instant: reached at its end
+                reach[j] = covered
             held = self.submit[j] + window - max(covered, self.submit[j])
             area[j] += last_q[j] * max(held, 0.0)
+        return area, last_q, reach
+
+    def projected_auc_job_windows(self) -> float:
+        """``quality_auc * n`` if the episode stopped now (every submitted job's current
+        quality held to its window's end), in job-windows.
+
+        Its increments are the AUC reward of MetisAllocation: they telescope to
+        ``n * quality_auc``, and a slice's increment is each job's quality gained times
+        the share of its window still ahead, plus the exact area already accrued.
+        """
+        return float(self._held()[0].sum() / self.settings.window_s)
+
+    def metrics(self) -> dict[str, float]:
+        """The quality metrics of the episode so far (see the module docstring)."""
+        n = len(self.sim.jobs)
+        window = self.settings.window_s
+        area, last_q, reach = self._held()
         start = float(self.submit.min()) if n else 0.0
         best = self.final >= self.final.max() - 1e-12 if n else np.zeros(0, bool)
         best_reach = reach[best]
