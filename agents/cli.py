@@ -37,6 +37,16 @@ def _add_train(p: argparse.ArgumentParser) -> None:
     p.add_argument("--resume", default=None, metavar="CHECKPOINT", help="continue from a zip")
     p.add_argument("--force", action="store_true", help="overwrite a run folder")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.add_argument(
+        "--pretrain", default=None, metavar="HEURISTIC",
+        help="clone this heuristic's actions before RL (DL2-style warm start), e.g. slaq",
+    )  # fmt: skip
+    p.add_argument("--pretrain-episodes", type=int, default=50, help="teacher episodes")
+    p.add_argument("--pretrain-epochs", type=int, default=20, help="passes over them")
+    p.add_argument(
+        "--pretrain-dagger-rounds", type=int, default=0,
+        help="DAgger rounds after cloning: the agent plays, the heuristic labels",
+    )  # fmt: skip
 
 
 def _argv(args: argparse.Namespace) -> list[str]:
@@ -54,6 +64,7 @@ def _argv(args: argparse.Namespace) -> list[str]:
 
 def _run_train(args: argparse.Namespace) -> int:
     from agents.envs import parse_env_kwargs
+    from agents.imitation import PretrainSettings
     from agents.train import train
 
     if args.n_envs is not None and args.n_envs < 1:
@@ -74,6 +85,14 @@ def _run_train(args: argparse.Namespace) -> int:
         force=args.force,
         progress_bar=not args.no_progress,
         argv=_argv(args),
+        pretrain=PretrainSettings(
+            args.pretrain,
+            episodes=args.pretrain_episodes,
+            epochs=args.pretrain_epochs,
+            dagger_rounds=args.pretrain_dagger_rounds,
+        )
+        if args.pretrain
+        else None,
     )
     print(
         f"trained {args.algo} on {args.env}: {result.num_timesteps} steps in total, "

@@ -31,6 +31,7 @@ from agents.envs import (
     make_train_env,
     vecnormalize_path,
 )
+from agents.imitation import PretrainSettings, warm_start
 from agents.runs import prepare_run_dir, write_run_files
 from cluster_envs.errors import ConfigError
 
@@ -90,6 +91,7 @@ def train(
     force: bool = False,
     progress_bar: bool = True,
     argv: Sequence[str] = (),
+    pretrain: PretrainSettings | None = None,
 ) -> TrainResult:
     """Train ``algo`` on ``env_id`` and save the run into ``out_dir``.
 
@@ -112,6 +114,8 @@ def train(
         force: Overwrite a run folder.
         progress_bar: Show SB3's progress bar.
         argv: The command line, recorded in ``command.txt``.
+        pretrain: Clone a heuristic before RL (:mod:`agents.imitation`); not with
+            ``resume``.
     """
     get_algo(algo)
     env_id = check_env_id(env_id)
@@ -127,6 +131,8 @@ def train(
         raise ConfigError("give --timesteps N (>= 1) or n_timesteps in the hyper-parameters")
     if eval_freq < 0 or eval_episodes < 1:
         raise ConfigError("--eval-freq must be >= 0 and --eval-episodes >= 1")
+    if pretrain is not None and resume_path is not None:
+        raise ConfigError("--pretrain starts a new run; it cannot be combined with --resume")
     prepare_run_dir(out, force, resume_path)
 
     set_deterministic()
@@ -134,6 +140,11 @@ def train(
     model = _build_model(params, train_env, seed, resume_path)
     model.set_logger(configure(str(out / LOG_DIR), ["tensorboard", "csv"]))
     config = _run_config(params, budget, seed, eval_freq, eval_episodes, resume_path, model)
+    if pretrain is not None:
+        start = time.perf_counter()
+        config["pretrain"] = warm_start(model, env_id, params.env_kwargs, pretrain, seed)
+        config["pretrain"]["wall_s"] = round(time.perf_counter() - start, 2)
+        model.save(out / "pretrained_model.zip")
     write_run_files(out, config, argv, seed, append=resume_path is not None)
 
     metrics_cb = ClusterMetricsCallback()

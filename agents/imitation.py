@@ -1,0 +1,305 @@
+"""Warm-start an agent from a heuristic: behaviour cloning before RL (``--pretrain``).
+
+DL2 (Peng et al., 2019) trains its scheduler first by supervised learning on the decisions
+of the cluster's existing scheduler and only then by RL, because an RL policy started from
+random weights spends most of its budget starving jobs. This module does the same for any
+cluster-envs env whose heuristics play through it (``action_for``):
+
+1. :func:`collect_demonstrations` plays a registered heuristic (the *teacher*, configured
+   by the env's ``policy(name)``) through the real env on dedicated seeds
+   (``seed + DEMO_SEED_OFFSET + k``, disjoint from training, evaluation and benchmark
+   seeds) and records observations, the teacher's actions, action masks and discounted
+   returns-to-go of the env's own reward.
+2. :func:`pretrain` fits the SB3 model to them: actor-critic policies (PPO, A2C,
+   MaskablePPO) by maximum likelihood of the teacher's actions plus a value regression
+   onto the returns (so the first RL updates see sensible advantages); DQN by a regression
+   of ``Q(s, a_teacher)`` onto the returns plus DQfD's large-margin loss, which makes the
+   teacher's action greedy (Hester et al., 2018), then its target network is synced.
+
+The RL phase (``model.learn``) then starts from the cloned policy. Everything is seeded.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+import torch
+from stable_baselines3.common.base_class import BaseAlgorithm
+from stable_baselines3.common.vec_env import VecNormalize
+from torch.nn import functional as F  # noqa: N812
+
+from cluster_envs.envs.rollout import HeuristicAgent
+from cluster_envs.errors import ConfigError
+
+#: Demonstration episodes use seeds ``seed + DEMO_SEED_OFFSET + k``.
+DEMO_SEED_OFFSET = 20_000
+#: DQfD margin between the teacher's action and any other (in return units).
+DQN_MARGIN = 0.1
+
+
+@dataclass(frozen=True)
+class PretrainSettings:
+    """How to warm-start.
+
+    Attributes:
+        teacher: Registered heuristic name (``slaq``, ``fifo``, ...).
+        episodes: Demonstration episodes.
+        epochs: Passes over the demonstrations.
+        batch_size: Minibatch size.
+        learning_rate: Adam step size of the supervised phase.
+        value_coef: Weight of the value (or Q) regression.
+        dagger_rounds: DAgger rounds after cloning (Ross et al., 2011): the cloned
+            agent plays ``episodes`` more episodes, the teacher labels the states *it*
+            reached (so the agent learns to recover from its own mistakes, which plain
+            cloning never shows it), and the agent is refitted on all data so far.
+    """
+
+    teacher: str
+    episodes: int = 50
+    epochs: int = 20
+    batch_size: int = 256
+    learning_rate: float = 1e-3
+    value_coef: float = 0.5
+    dagger_rounds: int = 0
+
+    def __post_init__(self) -> None:
+        if self.dagger_rounds < 0:
+            raise ConfigError(f"pretrain dagger_rounds must be >= 0, got {self.dagger_rounds}")
+        for name in ("episodes", "epochs", "batch_size"):
+            if getattr(self, name) < 1:
+                raise ConfigError(f"pretrain {name} must be >= 1, got {getattr(self, name)}")
+        if not self.learning_rate > 0 or self.value_coef < 0:
+            raise ConfigError("pretrain learning_rate must be > 0 and value_coef >= 0")
+
+
+@dataclass
+class Demonstrations:
+    """A teacher's play: one row per env step."""
+
+    observations: np.ndarray
+    actions: np.ndarray
+    masks: np.ndarray | None
+    returns: np.ndarray
+    episode_metrics: list[dict[str, float]] = field(default_factory=list)
+
+    def __len__(self) -> int:
+        return len(self.actions)
+
+    def __add__(self, other: Demonstrations) -> Demonstrations:
+        masks = None
+        if self.masks is not None and other.masks is not None:
+            masks = np.concatenate([self.masks, other.masks])
+        return Demonstrations(
+            observations=np.concatenate([self.observations, other.observations]),
+            actions=np.concatenate([self.actions, other.actions]),
+            masks=masks,
+            returns=np.concatenate([self.returns, other.returns]),
+            episode_metrics=self.episode_metrics + other.episode_metrics,
+        )
+
+
+def collect_demonstrations(
+    env_id: str,
+    env_kwargs: dict[str, Any],
+    teacher: str,
+    episodes: int,
+    seed: int,
+    gamma: float,
+    student: BaseAlgorithm | None = None,
+) -> Demonstrations:
+    """Record ``teacher``'s actions over ``episodes`` episodes of ``env_id``.
+
+    The teacher plays, unless a ``student`` model is given: then the student's
+    deterministic actions drive the env and the teacher only labels the states (DAgger);
+    episode metrics and returns are the student's.
+    """
+    env = gym.make(env_id, **env_kwargs)
+    base = env.unwrapped
+    if not hasattr(base, "action_for"):
+        raise ConfigError(f"{env_id} cannot replay heuristics (no action_for); no --pretrain")
+    agent = HeuristicAgent(base.policy(teacher))
+    obs_rows: list[np.ndarray] = []
+    act_rows: list[np.ndarray] = []
+    mask_rows: list[np.ndarray] = []
+    returns: list[float] = []
+    metrics: list[dict[str, float]] = []
+    for k in range(episodes):
+        obs, info = env.reset(seed=seed + DEMO_SEED_OFFSET + k)
+        agent.reset(base.episode_seed)
+        rewards: list[float] = []
+        done = bool(info.get("episode_metrics"))
+        while not done:
+            action = agent.act(env, obs, info)
+            obs_rows.append(np.asarray(obs, dtype=np.float32))
+            act_rows.append(np.asarray(action).reshape(-1))
+            if "action_mask" in info:
+                mask_rows.append(np.asarray(info["action_mask"], dtype=bool))
+            if student is not None:
+                action = _student_action(student, obs, info)
+            obs, reward, terminated, truncated, info = env.step(action)
+            rewards.append(float(reward))
+            done = terminated or truncated
+        acc, ahead = 0.0, []
+        for r in reversed(rewards):
+            acc = r + gamma * acc
+            ahead.append(acc)
+        returns += ahead[::-1]
+        metrics.append(dict(info.get("episode_metrics") or base.episode_metrics()))
+    env.close()
+    if not act_rows:
+        raise ConfigError(f"teacher {teacher!r} took no decision in {episodes} episodes")
+    return Demonstrations(
+        observations=np.stack(obs_rows),
+        actions=np.stack(act_rows),
+        masks=np.stack(mask_rows) if len(mask_rows) == len(act_rows) else None,
+        returns=np.asarray(returns, dtype=np.float32),
+        episode_metrics=metrics,
+    )
+
+
+def pretrain(
+    model: BaseAlgorithm,
+    demos: Demonstrations,
+    settings: PretrainSettings,
+    seed: int,
+) -> dict[str, float]:
+    """Fit ``model``'s policy to ``demos`` in place; returns the final losses and
+    ``teacher_agreement``, the share of demonstrated action entries (one per step, or one
+    per slot of a MultiDiscrete action) where the model's deterministic action is the
+    teacher's."""
+    policy = model.policy
+    obs = demos.observations
+    env = model.get_env()
+    value_coef = settings.value_coef
+    if isinstance(env, VecNormalize):
+        if env.norm_obs:
+            env.obs_rms.update(obs)
+            obs = env.normalize_obs(obs)
+        if env.norm_reward:  # the critic's targets would be on another scale
+            value_coef = 0.0
+    device = policy.device
+    obs_t = torch.as_tensor(obs, dtype=torch.float32, device=device)
+    is_q = hasattr(policy, "q_net")
+    act_t = torch.as_tensor(demos.actions, device=device).long()
+    if is_q or act_t.shape[1] == 1:
+        act_t = act_t[:, 0]
+    ret_t = torch.as_tensor(demos.returns, device=device)
+    masks = demos.masks
+    use_masks = not is_q and masks is not None and "action_masks" in _evaluate_signature(policy)
+    mask_t = torch.as_tensor(masks, device=device) if use_masks else None
+    params = policy.q_net.parameters() if is_q else policy.parameters()
+    optimizer = torch.optim.Adam(params, lr=settings.learning_rate)
+    generator = torch.Generator().manual_seed(seed)
+    policy.set_training_mode(True)
+    losses = {"imitation_loss": float("nan"), "value_loss": float("nan")}
+    for _ in range(settings.epochs):
+        order = torch.randperm(len(demos), generator=generator)
+        for idx in order.split(settings.batch_size):
+            if is_q:
+                imitation, value = _dqn_losses(policy, obs_t[idx], act_t[idx], ret_t[idx])
+            else:
+                kwargs = {"action_masks": mask_t[idx].cpu().numpy()} if use_masks else {}
+                values, log_prob, _ = policy.evaluate_actions(obs_t[idx], act_t[idx], **kwargs)
+                imitation = -log_prob.mean()
+                value = F.mse_loss(values.flatten(), ret_t[idx])
+            loss = imitation + value_coef * value
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+            losses = {"imitation_loss": imitation.item(), "value_loss": value.item()}
+    policy.set_training_mode(False)
+    if is_q:
+        policy.q_net_target.load_state_dict(policy.q_net.state_dict())
+    losses["teacher_agreement"] = _agreement(model, obs, demos, use_masks)
+    return losses
+
+
+def _student_action(model: BaseAlgorithm, obs: np.ndarray, info: dict[str, Any]) -> Any:
+    env = model.get_env()
+    if isinstance(env, VecNormalize) and env.norm_obs:
+        obs = env.normalize_obs(obs)
+    kwargs = {}
+    if "action_masks" in _predict_signature(model) and "action_mask" in info:
+        kwargs["action_masks"] = info["action_mask"]
+    action, _ = model.predict(obs, deterministic=True, **kwargs)
+    return action
+
+
+def _predict_signature(model: BaseAlgorithm) -> tuple[str, ...]:
+    import inspect
+
+    return tuple(inspect.signature(model.predict).parameters)
+
+
+def _evaluate_signature(policy: Any) -> tuple[str, ...]:
+    import inspect
+
+    return tuple(inspect.signature(policy.evaluate_actions).parameters)
+
+
+def _dqn_losses(
+    policy: Any, obs: torch.Tensor, act: torch.Tensor, ret: torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor]:
+    q = policy.q_net(obs)
+    q_teacher = q.gather(1, act[:, None]).squeeze(1)
+    margin = torch.full_like(q, DQN_MARGIN)
+    margin.scatter_(1, act[:, None], 0.0)
+    large_margin = ((q + margin).max(dim=1).values - q_teacher).mean()
+    return large_margin, F.mse_loss(q_teacher, ret)
+
+
+def _agreement(model: BaseAlgorithm, obs: np.ndarray, demos: Demonstrations, masks: bool) -> float:
+    kwargs = {"action_masks": demos.masks} if masks else {}
+    predicted, _ = model.policy.predict(obs, deterministic=True, **kwargs)
+    predicted = np.asarray(predicted).reshape(len(demos), -1)
+    return float(np.mean(predicted == demos.actions.reshape(len(demos), -1)))
+
+
+def warm_start(
+    model: BaseAlgorithm,
+    env_id: str,
+    env_kwargs: dict[str, Any],
+    settings: PretrainSettings,
+    seed: int,
+) -> dict[str, Any]:
+    """Collect the teacher's demonstrations and clone them into ``model``; a record of
+    what was done (for the run's files)."""
+    gamma = float(getattr(model, "gamma", 0.99))
+    n = settings.episodes
+    demos = collect_demonstrations(env_id, env_kwargs, settings.teacher, n, seed, gamma)
+    rounds = [{"round": 0, "player": settings.teacher, **_summary(demos.episode_metrics)}]
+    losses = pretrain(model, demos, settings, seed)
+    rounds[0].update(losses)
+    for r in range(1, settings.dagger_rounds + 1):
+        more = collect_demonstrations(env_id, env_kwargs, settings.teacher, n,
+                                      seed + r * n, gamma, student=model)  # fmt: skip
+        demos = demos + more
+        rounds.append({"round": r, "player": "agent", **_summary(more.episode_metrics)})
+        losses = pretrain(model, demos, settings, seed + r)
+        rounds[-1].update(losses)
+    last = seed + DEMO_SEED_OFFSET + (settings.dagger_rounds + 1) * n - 1
+    return {
+        "teacher": settings.teacher,
+        "episodes_per_round": n,
+        "dagger_rounds": settings.dagger_rounds,
+        "demo_seeds": f"{seed + DEMO_SEED_OFFSET}..{last}",
+        "steps": len(demos),
+        "epochs": settings.epochs,
+        "batch_size": settings.batch_size,
+        "learning_rate": settings.learning_rate,
+        "value_coef": settings.value_coef,
+        "rounds": rounds,
+    }
+
+
+def _summary(metrics: list[dict[str, float]]) -> dict[str, float]:
+    """Mean episode metrics of one round (whichever of them the env reports)."""
+    out = {}
+    for key in ("quality_auc", "time_to_quality_s", "avg_jct_s"):
+        values = [m[key] for m in metrics if key in m]
+        if values:  # NaN (e.g. some job never reached its quality) counts as NaN
+            out[key] = float(np.mean(values))
+    return out
