@@ -7,12 +7,19 @@ evaluates, on held-out seeds (100-109) of the ``default`` and ``pollux`` presets
   runner (identical to the env by the parity tests);
 * every trained agent found, each on the env variant it was trained on (job_features
   fitted / oracle / no_curve; the Discrete env for DQN) -- the ablations: oracle (true)
-  vs fitted curves, and no loss-curve features.
+  vs fitted curves, and no loss-curve features. A warm-started run also contributes its
+  ``pretrained_model.zip`` (cloned from the heuristic, before any RL): the "no RL"
+  ablation. Agents trained on the default preset play the Pollux workloads unchanged
+  (a transfer test: twice the GPUs, 60 s slices, other arrivals).
 
-Quality AUC and time-to-quality with 95% CIs go to
+Episodes are capped at ``--horizon-h`` simulated hours (an agent that starves jobs would
+otherwise run for thousands of slices); no baseline comes near the cap.
+
+Besides mean ± 95% CI per policy, it reports the paired difference to SLAQ (the best
+baseline) per seed, which removes the workload-to-workload spread. Results go to
 ``benchmarks/results/metis_agents.md`` (+ .json).
 
-Usage: ``.venv/bin/python benchmarks/bench_metis_agents.py [--seeds 100-109]``
+Usage: ``.venv/bin/python benchmarks/bench_metis_agents.py [--seeds 100-109] [--workers 2]``
 """
 
 from __future__ import annotations
@@ -26,45 +33,107 @@ import yaml
 from cluster_envs.harness.backends import run_grid
 from cluster_envs.harness.grid import make_cells, parse_seeds
 from cluster_envs.harness.report import summary_table
-from cluster_envs.harness.stats import summarize
+from cluster_envs.harness.stats import paired_difference, summarize
 from cluster_envs.harness.suites import METIS_BASELINES
 
 ROOT = Path(__file__).resolve().parents[1]
 PRESETS = ("default", "pollux")
+REFERENCE = "slaq"
+#: Models evaluated per run folder, and how they are labelled.
+MODELS = {"best_model.zip": "", "pretrained_model.zip": " warm start only"}
+
+
+def agent_cells(runs: Path, preset: str, horizon_s: float, seeds: list[int]) -> tuple[list, dict]:
+    """Cells of every agent under ``runs`` and a label per ``sb3:`` policy name."""
+    cells, labels = [], {}
+    for config_path in sorted(runs.glob("*/*/config.yml")):
+        config = yaml.safe_load(config_path.read_text())
+        kwargs = {**config.get("env_kwargs", {}), "preset": preset, "sim": {"horizon_s": horizon_s}}
+        for file, suffix in MODELS.items():
+            model = config_path.parent / file
+            if model.is_file():
+                policy = f"sb3:{model}"
+                run = config_path.parent
+                labels[policy] = f"{run.name} ({run.parent.name}){suffix}"
+                cells += make_cells([config["env_id"]], {preset: kwargs}, [policy], seeds)
+    return cells, labels
+
+
+def paired_table(
+    rows: list[dict], presets: list[str], policies: list[str], labels: dict[str, str]
+) -> str:
+    lines = [
+        f"| workload | policy | Δ quality_auc vs {REFERENCE} | Δ time_to_quality_s vs {REFERENCE} |",
+        "|---|---|---|---|",
+    ]
+    for workload in presets:
+        wrows = [r for r in rows if r["workload"] == workload]
+        for policy in policies:
+            if policy == REFERENCE:
+                continue
+            cells = []
+            for metric in ("quality_auc", "time_to_quality_s"):
+                try:
+                    d = paired_difference(wrows, policy, REFERENCE, metric)
+                except ValueError:
+                    cells.append("")
+                    continue
+                cells.append(f"{d.format()} (n={d.n})")
+            lines.append(f"| {workload} | {labels.get(policy, policy)} | {' | '.join(cells)} |")
+    return "\n".join(lines)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", default="100-109")
     parser.add_argument("--runs", default=str(ROOT / "runs" / "metis"))
+    parser.add_argument("--horizon-h", type=float, default=96.0)
+    parser.add_argument("--workers", type=int, default=1)
+    parser.add_argument("--presets", default=",".join(PRESETS))
     args = parser.parse_args()
     seeds = parse_seeds(args.seeds)
-    rows = []
-    for preset in PRESETS:
-        cells = make_cells(["cluster_envs/MetisAllocation-v0"], {preset: {"preset": preset}},
-                           list(METIS_BASELINES), seeds)  # fmt: skip
-        for model in sorted(Path(args.runs).glob("*/*/best_model.zip")):
-            config = yaml.safe_load((model.parent / "config.yml").read_text())
-            kwargs = {**config.get("env_kwargs", {}), "preset": preset}
-            cells += make_cells([config["env_id"]], {preset: kwargs}, [f"sb3:{model}"], seeds)
-        rows += run_grid(cells, "local", 1, progress=True)
+    horizon_s = args.horizon_h * 3600.0
+    rows, labels, policies = [], {}, list(METIS_BASELINES)
+    presets = args.presets.split(",")
+    for preset in presets:
+        workload = {preset: {"preset": preset, "sim": {"horizon_s": horizon_s}}}
+        cells = make_cells(
+            ["cluster_envs/MetisAllocation-v0"], workload, list(METIS_BASELINES), seeds
+        )
+        more, names = agent_cells(Path(args.runs), preset, horizon_s, seeds)
+        labels.update(names)
+        policies += [p for p in names if p not in policies]
+        rows += run_grid(cells + more, "local", args.workers, progress=True)
+    errors = [r for r in rows if r.get("status") != "ok"]
     for row in rows:  # one table per preset: agents on the Discrete env join the MultiDiscrete rows
         row["env"] = "cluster_envs/MetisAllocation-v0"
     summary = summarize(rows, METIS_BASELINES)
     for s in summary:
-        if s["policy"].startswith("sb3:"):
-            path = Path(s["policy"][4:])
-            s["policy"] = f"{path.parent.name} ({path.parent.parent.name} features)"
+        s["policy"] = labels.get(s["policy"], s["policy"])
     lines = [
         "# MetisAllocation-v0: agents vs allocation baselines, with ablations",
         "",
-        f"Command: `.venv/bin/python benchmarks/bench_metis_agents.py --seeds {args.seeds}` after "
-        "`scripts/train_metis_agents.sh`. Held-out seeds; 'oracle' agents saw the true curves "
-        "(an ablation, not a deployable scheduler).",
+        f"Command: `.venv/bin/python benchmarks/bench_metis_agents.py --seeds {args.seeds} "
+        f"--runs {Path(args.runs).relative_to(ROOT) if Path(args.runs).is_relative_to(ROOT) else args.runs}` "
+        "after `scripts/train_metis_agents.sh`. Held-out seeds; episodes capped at "
+        f"{args.horizon_h:g} h. 'oracle' agents saw the true curves (an ablation, not a "
+        "deployable scheduler); 'warm start only' is the agent cloned from SLAQ before RL.",
+        "",
+        "## Mean ± 95% CI per policy",
         "",
         summary_table(summary),
         "",
+        f"## Paired difference to {REFERENCE} on the same episodes (mean ± 95% CI)",
+        "",
+        "Positive Δ quality_auc and negative Δ time_to_quality_s are better; time-to-quality "
+        "pairs where a job never reached its quality are left out (n).",
+        "",
+        paired_table(rows, presets, policies, labels),
+        "",
     ]
+    if errors:
+        lines += [f"{len(errors)} episodes failed: " + "; ".join(
+            f"{r['policy']} seed {r['seed']}: {r.get('error', '?')}" for r in errors[:5])]  # fmt: skip
     out = ROOT / "benchmarks" / "results" / "metis_agents.md"
     out.write_text("\n".join(lines) + "\n")
     out.with_suffix(".json").write_text(

@@ -13,7 +13,7 @@ from cluster_envs.cli import main
 from cluster_envs.errors import ConfigError
 from cluster_envs.harness.backends import run_grid
 from cluster_envs.harness.grid import make_cells, parse_seeds, resolve_env_id
-from cluster_envs.harness.stats import mean_ci, summarize
+from cluster_envs.harness.stats import mean_ci, paired_difference, summarize
 
 ARGS = ["--env", "MoldableScheduling-v0", "--policies", "fifo,fifo-skip", "--workload", "toy"]
 
@@ -25,6 +25,22 @@ def test_confidence_interval_matches_hand_computation() -> None:
     assert ci.half_width == pytest.approx(3.182446 * 1.290994 / 2, rel=1e-5)
     assert math.isinf(mean_ci([5.0]).half_width)
     assert mean_ci([float("nan"), 2.0, 4.0]).n == 2
+
+
+def test_paired_difference_matches_seeds_and_drops_nan_pairs() -> None:
+    rows = [
+        {"env": "e", "workload": "w", "policy": p, "seed": s, "status": "ok",
+         "metrics": {"m": v}}
+        for p, vals in {"ref": [1.0, 5.0, 9.0, 2.0], "new": [2.0, 6.5, 9.5, float("nan")]}.items()
+        for s, v in enumerate(vals)
+    ]  # fmt: skip
+    rows.append({"env": "e", "workload": "w", "policy": "new", "seed": 9, "metrics": {"m": 0.0}})
+    diff = paired_difference(rows, "new", "ref", "m")
+    assert diff.n == 3  # seed 3 has a NaN, seed 9 no reference
+    assert diff.mean == pytest.approx((1.0 + 1.5 + 0.5) / 3)
+    assert diff.half_width == pytest.approx(mean_ci([1.0, 1.5, 0.5]).half_width)
+    with pytest.raises(ValueError, match="no episodes shared"):
+        paired_difference(rows, "new", "other", "m")
 
 
 def test_improvement_over_best_baseline() -> None:

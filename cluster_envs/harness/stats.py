@@ -134,6 +134,33 @@ def summarize(
     return out
 
 
+def paired_difference(
+    rows: Sequence[dict[str, Any]], policy: str, reference: str, metric: str
+) -> MeanCI:
+    """Mean ± CI over seeds of ``metric(policy) - metric(reference)`` on the same episodes.
+
+    Pairs are matched by (env, workload, seed); a pair where either value is NaN (e.g. a
+    job never reached its quality) is left out, so ``n`` may be below the seed count.
+    Differences cancel the workload-to-workload spread that dominates the CI of each mean.
+
+    Raises:
+        ValueError: No pair of the two policies is in ``rows``.
+    """
+    ok = [r for r in rows if r.get("status", "ok") == "ok"]
+    values = {
+        (r["policy"], r["env"], r["workload"], r["seed"]): r["metrics"].get(metric, math.nan)
+        for r in ok
+    }
+    diffs = []
+    for (name, env, workload, seed), value in values.items():
+        if name != policy or (reference, env, workload, seed) not in values:
+            continue
+        diffs.append(value - values[(reference, env, workload, seed)])
+    if not diffs:
+        raise ValueError(f"no episodes shared by {policy!r} and {reference!r}")
+    return mean_ci(diffs)
+
+
 def _best_baseline(
     summaries: dict[str, dict[str, MeanCI]], baselines: set[str], metric: str
 ) -> tuple[str, float] | None:
