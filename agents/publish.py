@@ -20,7 +20,7 @@ from typing import Any
 
 import yaml
 
-from agents.algos import CONFIG_FILE
+from agents.algos import CONFIG_FILE, get_algo
 from agents.envs import make_env, vecnormalize_path
 from agents.evaluate import mean_ci, parse_seeds
 from agents.policy import PRETRAINED_DIR, RandomMaskedAgent, load_agent
@@ -49,6 +49,19 @@ def score(agent: Any, env_id: str, env_kwargs: dict[str, Any], seeds: Sequence[i
     return out
 
 
+def save_without_optimizer_state(source: Path, algo: str, target: Path) -> None:
+    """Save the model at ``source`` to ``target`` with a fresh optimizer.
+
+    Adam's moment estimates double the size of a saved model and play no part in
+    acting; a shipped agent that is trained further starts new moments (as ``--resume``
+    from a checkpoint would not).
+    """
+    model = get_algo(algo).load(source, device="cpu")
+    optimizer = model.policy.optimizer
+    model.policy.optimizer = type(optimizer)(model.policy.parameters(), **optimizer.defaults)
+    model.save(target)
+
+
 def publish(run_dir: Path, seeds: Sequence[int], wall_s: float | None) -> Path:
     """Copy the run's best model into ``agents/pretrained`` and write its card."""
     config = yaml.safe_load((run_dir / CONFIG_FILE).read_text())
@@ -73,7 +86,7 @@ def publish(run_dir: Path, seeds: Sequence[int], wall_s: float | None) -> Path:
     }
     PRETRAINED_DIR.mkdir(exist_ok=True)
     target = PRETRAINED_DIR / f"{name}.zip"
-    shutil.copyfile(source, target)
+    save_without_optimizer_state(source, algo, target)
     stats = vecnormalize_path(source)
     if stats is not None:
         shutil.copyfile(stats, target.with_name(f"{name}_vecnormalize.pkl"))
