@@ -24,6 +24,7 @@ import yaml
 from torch import nn
 
 from agents.algos import get_algo
+from agents.slot_policy import CUSTOM_POLICIES
 from cluster_envs.config import suggest
 from cluster_envs.errors import ConfigError
 
@@ -91,7 +92,8 @@ class Hyperparams:
         kwargs = dict(self.algo_kwargs)
         if isinstance(kwargs.get("train_freq"), list):
             kwargs["train_freq"] = tuple(kwargs["train_freq"])
-        return {"policy": self.policy, "policy_kwargs": policy_kwargs, **kwargs}
+        policy = CUSTOM_POLICIES.get(self.policy, self.policy)
+        return {"policy": policy, "policy_kwargs": policy_kwargs, **kwargs}
 
 
 def read_yaml(text_or_path: str | Path, what: str = "hyperparams") -> dict[str, Any]:
@@ -194,16 +196,27 @@ def _check_run_keys(cls: Any, params: Hyperparams) -> None:
         raise ConfigError(f"n_timesteps must be an integer >= 1, got {params.n_timesteps!r}")
     if not isinstance(params.env_kwargs, dict):
         raise ConfigError(f"env_kwargs must be a mapping, got {params.env_kwargs!r}")
-    aliases = getattr(cls, "policy_aliases", {})
-    if params.policy not in aliases:
+    aliases = dict(getattr(cls, "policy_aliases", {}))
+    base = aliases.get("MlpPolicy")
+    known = {**aliases, **CUSTOM_POLICIES}
+    if params.policy not in known:
         raise ConfigError(
-            f"unknown policy {params.policy!r}{suggest(params.policy, aliases)}; "
-            f"{params.algo} offers {', '.join(aliases)}"
+            f"unknown policy {params.policy!r}{suggest(params.policy, known)}; "
+            f"{params.algo} offers {', '.join(known)}"
         )
+    policy_cls = known[params.policy]
+    if params.policy in CUSTOM_POLICIES and not (base and issubclass(policy_cls, base)):
+        raise ConfigError(f"policy {params.policy!r} does not work with {params.algo}")
     if not isinstance(params.policy_kwargs, dict):
         raise ConfigError(f"policy_kwargs must be a mapping, got {params.policy_kwargs!r}")
-    policy_args = inspect.signature(aliases[params.policy].__init__).parameters
-    valid = [n for n in policy_args if n not in ("self", "observation_space", "action_space")]
+    valid = [
+        n
+        for c in policy_cls.__mro__
+        if "__init__" in vars(c) and c is not object
+        for n, a in inspect.signature(vars(c)["__init__"]).parameters.items()
+        if n not in ("self", "observation_space", "action_space")
+        and a.kind not in (a.VAR_POSITIONAL, a.VAR_KEYWORD)
+    ]
     for key in params.policy_kwargs:
         if key not in valid:
             raise ConfigError(
