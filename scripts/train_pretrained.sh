@@ -5,7 +5,7 @@
 # masked actions). Overrides: ENV, ALGO, RUN, TIMESTEPS, SEED, HYPERPARAMS, FORCE=1.
 #   scripts/train_pretrained.sh          # MoldableScheduling-v0, the shipped settings below
 #   ENV=cluster_envs/JobPlacement-v0 scripts/train_pretrained.sh
-#   ENV=cluster_envs/MetisAllocation-v0 ALGO=ppo scripts/train_pretrained.sh
+#   ENV=cluster_envs/MetisAllocation-v0 scripts/train_pretrained.sh   # warm start + PPO
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ENV=${ENV:-cluster_envs/MoldableScheduling-v0}
@@ -18,12 +18,22 @@ if [ "$ENV" = "cluster_envs/MoldableScheduling-v0" ]; then
     HYPERPARAMS=${HYPERPARAMS:-"{learning_rate: 1.0e-4, ent_coef: 0.02, n_steps: 512}"}
     TIMESTEPS=${TIMESTEPS:-200000}
 fi
+if [ "$ENV" = "cluster_envs/MetisAllocation-v0" ]; then
+    # The shipped Metis agent: PPO with SlotPolicy (agents/hyperparams/ppo.yml), warm-started
+    # from SLAQ by cloning + 4 DAgger rounds, then 100k steps of PPO on the quality_auc reward
+    # (the fitted/ppo run of scripts/train_metis_agents.sh).
+    ALGO=ppo
+    PRETRAIN=${PRETRAIN:-"--pretrain slaq --pretrain-episodes 100 --pretrain-epochs 30 --pretrain-dagger-rounds 4"}
+    TIMESTEPS=${TIMESTEPS:-100000}
+    EVAL=(--eval-freq 10000 --eval-episodes 10)
+fi
 TIMESTEPS=${TIMESTEPS:-80000}
 SEED=${SEED:-0}
+if [ -z "${EVAL+x}" ]; then EVAL=(--eval-freq 20000 --eval-episodes 5); fi
 SECONDS=0
 .venv/bin/cluster-envs train --algo "$ALGO" --env "$ENV" \
-    ${HYPERPARAMS:+--hyperparams "$HYPERPARAMS"} \
-    --timesteps "$TIMESTEPS" --seed "$SEED" --eval-freq 20000 --eval-episodes 5 \
+    ${HYPERPARAMS:+--hyperparams "$HYPERPARAMS"} ${PRETRAIN:-} \
+    --timesteps "$TIMESTEPS" --seed "$SEED" "${EVAL[@]}" \
     --out "$RUN" --no-progress ${FORCE:+--force}
 wall=$SECONDS
 .venv/bin/python -m agents.publish "$RUN" --seeds 100-119 --wall-s "$wall"
