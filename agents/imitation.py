@@ -32,7 +32,7 @@ from stable_baselines3.common.vec_env import VecNormalize
 from torch.nn import functional as F  # noqa: N812
 
 from cluster_envs.envs.rollout import HeuristicAgent
-from cluster_envs.errors import ConfigError
+from cluster_envs.errors import ConfigError, InfeasibleDecisionError
 
 #: Demonstration episodes use seeds ``seed + DEMO_SEED_OFFSET + k``.
 DEMO_SEED_OFFSET = 20_000
@@ -132,7 +132,13 @@ def collect_demonstrations(
         rewards: list[float] = []
         done = bool(info.get("episode_metrics"))
         while not done:
-            action = agent.act(env, obs, info)
+            try:
+                action = agent.act(env, obs, info)
+            except InfeasibleDecisionError as exc:
+                raise ConfigError(
+                    f"teacher {teacher!r} cannot be replayed through {env_id} ({exc}); "
+                    "pick a heuristic whose decisions the env can express"
+                ) from exc
             obs_rows.append(np.asarray(obs, dtype=np.float32))
             act_rows.append(np.asarray(action).reshape(-1))
             if "action_mask" in info:

@@ -123,3 +123,20 @@ def test_bad_pretrain_settings_and_teachers_are_named() -> None:
         PretrainSettings("slaq", dagger_rounds=-1)
     with pytest.raises(ConfigError, match="slaqq"):
         collect_demonstrations(MULTI, TOY, "slaqq", episodes=1, seed=0, gamma=0.9)
+    # The default moldable env only offers its first 8 queued jobs; Tetris picks beyond.
+    with pytest.raises(ConfigError, match="cannot be replayed"):
+        collect_demonstrations("cluster_envs/MoldableScheduling-v0", {}, "tetris", 2, 0, 0.9)
+
+
+def test_a_masked_discrete_env_is_cloned_with_its_masks() -> None:
+    """JobPlacement + MaskablePPO: the masks reach evaluate_actions; first-fit is learnable."""
+    from sb3_contrib import MaskablePPO
+
+    set_deterministic()
+    kwargs = {"preset": "toy"}
+    demos = collect_demonstrations("cluster_envs/JobPlacement-v0", kwargs, "fifo", 5, 0, 0.99)
+    assert demos.masks is not None
+    env = gym.make("cluster_envs/JobPlacement-v0", **kwargs)
+    model = MaskablePPO("MlpPolicy", env, seed=0, device="cpu")
+    losses = pretrain(model, demos, PretrainSettings("fifo", epochs=50, batch_size=32), seed=0)
+    assert losses["teacher_agreement"] > 0.9
