@@ -1,7 +1,7 @@
 """Issue-4 result: MetisAllocation agents vs every allocation baseline, with ablations.
 
 Run ``scripts/train_metis_agents.sh`` first (runs/metis/<features>/<algo>/). This script
-evaluates, on held-out seeds (100-109) of the ``default`` and ``pollux`` presets:
+evaluates, on held-out seeds (100-139 of the ``default`` preset, 100-109 of ``pollux``):
 
 * every baseline (fair, optimus, slaq, fifo-rigid, tiresias, random-alloc) through the
   runner (identical to the env by the parity tests);
@@ -19,7 +19,7 @@ Besides mean ± 95% CI per policy, it reports the paired difference to SLAQ (the
 baseline) per seed, which removes the workload-to-workload spread. Results go to
 ``benchmarks/results/metis_agents.md`` (+ .json).
 
-Usage: ``.venv/bin/python benchmarks/bench_metis_agents.py [--seeds 100-109] [--workers 2]``
+Usage: ``.venv/bin/python benchmarks/bench_metis_agents.py [--seeds 100-139] [--workers 2]``
 """
 
 from __future__ import annotations
@@ -88,17 +88,19 @@ def paired_table(
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--seeds", default="100-109")
+    parser.add_argument("--seeds", default="100-139", help="held-out seeds, default preset")
+    parser.add_argument("--pollux-seeds", default="100-109", help="seeds of the pollux preset")
     parser.add_argument("--runs", default=str(ROOT / "runs" / "metis"))
     parser.add_argument("--horizon-h", type=float, default=96.0)
     parser.add_argument("--workers", type=int, default=1)
     parser.add_argument("--presets", default=",".join(PRESETS))
     args = parser.parse_args()
-    seeds = parse_seeds(args.seeds)
+    seeds_of = {"default": parse_seeds(args.seeds), "pollux": parse_seeds(args.pollux_seeds)}
     horizon_s = args.horizon_h * 3600.0
     rows, labels, policies = [], {}, list(METIS_BASELINES)
     presets = args.presets.split(",")
     for preset in presets:
+        seeds = seeds_of.get(preset, seeds_of["default"])
         workload = {preset: {"preset": preset, "sim": {"horizon_s": horizon_s}}}
         cells = make_cells(
             ["cluster_envs/MetisAllocation-v0"], workload, list(METIS_BASELINES), seeds
@@ -117,6 +119,7 @@ def main() -> None:
         "# MetisAllocation-v0: agents vs allocation baselines, with ablations",
         "",
         f"Command: `.venv/bin/python benchmarks/bench_metis_agents.py --seeds {args.seeds} "
+        f"--pollux-seeds {args.pollux_seeds} "
         f"--runs {Path(args.runs).relative_to(ROOT) if Path(args.runs).is_relative_to(ROOT) else args.runs}` "
         "after `scripts/train_metis_agents.sh`. Held-out seeds; episodes capped at "
         f"{args.horizon_h:g} h. 'oracle' agents saw the true curves (an ablation, not a "
