@@ -84,6 +84,7 @@ class Demonstrations:
     masks: np.ndarray | None
     returns: np.ndarray
     episode_metrics: list[dict[str, float]] = field(default_factory=list)
+    num_dropped: int = 0
 
     def __len__(self) -> int:
         return len(self.actions)
@@ -98,6 +99,7 @@ class Demonstrations:
             masks=masks,
             returns=np.concatenate([self.returns, other.returns]),
             episode_metrics=self.episode_metrics + other.episode_metrics,
+            num_dropped=self.num_dropped + other.num_dropped,
         )
 
 
@@ -114,7 +116,9 @@ def collect_demonstrations(
 
     The teacher plays, unless a ``student`` model is given: then the student's
     deterministic actions drive the env and the teacher only labels the states (DAgger);
-    episode metrics and returns are the student's.
+    episode metrics and returns are the student's, and a label the env's mask forbids (a
+    heuristic's multi-step plan gone stale after the student's own steps) is dropped and
+    counted in ``num_dropped``.
     """
     env = gym.make(env_id, **env_kwargs)
     base = env.unwrapped
@@ -126,6 +130,8 @@ def collect_demonstrations(
     mask_rows: list[np.ndarray] = []
     returns: list[float] = []
     metrics: list[dict[str, float]] = []
+    returns_at: list[int] = []
+    dropped = 0
     for k in range(episodes):
         obs, info = env.reset(seed=seed + DEMO_SEED_OFFSET + k)
         agent.reset(base.episode_seed)
@@ -139,10 +145,15 @@ def collect_demonstrations(
                     f"teacher {teacher!r} cannot be replayed through {env_id} ({exc}); "
                     "pick a heuristic whose decisions the env can express"
                 ) from exc
-            obs_rows.append(np.asarray(obs, dtype=np.float32))
-            act_rows.append(np.asarray(action).reshape(-1))
-            if "action_mask" in info:
-                mask_rows.append(np.asarray(info["action_mask"], dtype=bool))
+            mask = info.get("action_mask")
+            if student is None or mask is None or _allowed(env.action_space, action, mask):
+                obs_rows.append(np.asarray(obs, dtype=np.float32))
+                act_rows.append(np.asarray(action).reshape(-1))
+                returns_at.append(len(rewards))
+                if mask is not None:
+                    mask_rows.append(np.asarray(mask, dtype=bool))
+            else:  # a plan made for the teacher's own earlier steps, stale after the agent's
+                dropped += 1
             if student is not None:
                 action = _student_action(student, obs, info)
             obs, reward, terminated, truncated, info = env.step(action)
@@ -152,7 +163,9 @@ def collect_demonstrations(
         for r in reversed(rewards):
             acc = r + gamma * acc
             ahead.append(acc)
-        returns += ahead[::-1]
+        ahead.reverse()
+        returns += [ahead[t] for t in returns_at]
+        returns_at = []
         metrics.append(dict(info.get("episode_metrics") or base.episode_metrics()))
     env.close()
     if not act_rows:
@@ -163,7 +176,17 @@ def collect_demonstrations(
         masks=np.stack(mask_rows) if len(mask_rows) == len(act_rows) else None,
         returns=np.asarray(returns, dtype=np.float32),
         episode_metrics=metrics,
+        num_dropped=dropped,
     )
+
+
+def _allowed(space: gym.Space, action: Any, mask: np.ndarray) -> bool:
+    """Whether ``action`` is allowed by the env's flat ``mask``."""
+    mask = np.asarray(mask, dtype=bool)
+    if isinstance(space, gym.spaces.MultiDiscrete):
+        offsets = np.concatenate([[0], np.cumsum(space.nvec)[:-1]])
+        return bool(mask[offsets + np.asarray(action).reshape(-1)].all())
+    return bool(mask[int(np.asarray(action).reshape(-1)[0])])
 
 
 def pretrain(
@@ -283,7 +306,8 @@ def warm_start(
         more = collect_demonstrations(env_id, env_kwargs, settings.teacher, n,
                                       seed + r * n, gamma, student=model)  # fmt: skip
         demos = demos + more
-        rounds.append({"round": r, "player": "agent", **_summary(more.episode_metrics)})
+        rounds.append({"round": r, "player": "agent", **_summary(more.episode_metrics),
+                       "labels_dropped": more.num_dropped})  # fmt: skip
         losses = pretrain(model, demos, settings, seed + r)
         rounds[-1].update(losses)
     last = seed + DEMO_SEED_OFFSET + (settings.dagger_rounds + 1) * n - 1

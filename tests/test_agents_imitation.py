@@ -140,3 +140,22 @@ def test_a_masked_discrete_env_is_cloned_with_its_masks() -> None:
     model = MaskablePPO("MlpPolicy", env, seed=0, device="cpu")
     losses = pretrain(model, demos, PretrainSettings("fifo", epochs=50, batch_size=32), seed=0)
     assert losses["teacher_agreement"] > 0.9
+
+
+def test_dagger_keeps_only_labels_the_mask_allows() -> None:
+    """JobPlacement's heuristics follow a per-job plan; after the agent's own steps a
+    planned node may be full. Such labels are dropped and counted, never trained on."""
+    from sb3_contrib import MaskablePPO
+
+    from agents.imitation import _allowed
+
+    env = gym.make("cluster_envs/JobPlacement-v0")
+    student = MaskablePPO("MlpPolicy", env, seed=0, device="cpu")
+    demos = collect_demonstrations(
+        "cluster_envs/JobPlacement-v0", {}, "fifo", 3, 0, 0.99, student=student
+    )
+    assert demos.masks is not None and len(demos) == len(demos.returns)
+    assert all(
+        _allowed(env.action_space, a, m) for a, m in zip(demos.actions, demos.masks, strict=True)
+    )
+    assert demos.num_dropped > 0  # the case exists: an untrained agent strays from plans
