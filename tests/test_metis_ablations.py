@@ -9,7 +9,11 @@ import pytest
 import cluster_envs  # noqa: F401
 
 ENV_ID = "cluster_envs/MetisAllocation-v0"
-CURVE_FIELDS = ("curve_fitted", "curve_c0", "curve_b1", "curve_b2", "num_loss_observations")
+CURVE_FIELDS = (
+    "est_progress", "est_quality", "est_remaining@1", "curve_fitted", "curve_c0", "curve_b1",
+    "curve_b2", "num_loss_observations", "quality_gain@1", "quality_gain@2", "quality_gain@4",
+    "quality_gain@8", "quality_gain@16",
+)  # fmt: skip
 
 
 def _obs_after(job_features: str, slices: int = 6) -> tuple[np.ndarray, list[str]]:
@@ -21,12 +25,16 @@ def _obs_after(job_features: str, slices: int = 6) -> tuple[np.ndarray, list[str
     return obs, env.unwrapped.encoder.describe()
 
 
-def test_no_curve_zeroes_exactly_the_loss_curve_fields() -> None:
+def test_no_curve_zeroes_exactly_what_the_loss_curve_gives() -> None:
     fitted, names = _obs_after("fitted")
     blind, _ = _obs_after("no_curve")
     curve_idx = [i for i, n in enumerate(names) if n.split(".", 1)[-1] in CURVE_FIELDS]
+    # The cluster's mean estimated quality is an average of est_quality.
+    curve_idx.append(names.index("mean_est_quality"))
     other_idx = [i for i in range(len(names)) if i not in curve_idx]
-    assert not blind[curve_idx].any() and fitted[curve_idx].any()
+    assert not blind[curve_idx].any()
+    for field in CURVE_FIELDS:  # every hidden field carries information when shown
+        assert fitted[[i for i, n in enumerate(names) if n.endswith("." + field)]].any(), field
     np.testing.assert_array_equal(blind[other_idx], fitted[other_idx])  # same dynamics
 
 

@@ -61,7 +61,7 @@ class MetisConfig:
             nothing running, nothing allocated and nothing left to happen.
         job_features: ``"fitted"`` (default: loss curves fitted to noisy observations),
             ``"oracle"`` (ABLATION ONLY: the true curves and true lengths, which no real
-            scheduler has) or ``"no_curve"`` (ablation: the loss-curve fields zeroed), to
+            scheduler has) or ``"no_curve"`` (ablation: every field derived from the loss curve zeroed), to
             measure whether the state design matters.
     """
 

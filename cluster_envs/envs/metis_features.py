@@ -118,8 +118,22 @@ CLUSTER_NAMES = [
 
 
 #: What the per-job curve features show: fitted (the real setting), oracle (ablation:
-#: the hidden truth), no_curve (ablation: loss-curve fields zeroed).
+#: the hidden truth), no_curve (ablation: every field derived from the loss curve zeroed).
 JOB_FEATURES = ("fitted", "oracle", "no_curve")
+#: Slot fields that come from the job's loss curve (its fit, or the length estimated from
+#: it): ``no_curve`` zeroes them, leaving state, sizes, age, attained service, the
+#: throughput profile and the model id.
+CURVE_DERIVED = (
+    "est_progress",
+    "est_quality",
+    "est_remaining@1",
+    "curve_fitted",
+    "curve_c0",
+    "curve_b1",
+    "curve_b2",
+    "num_loss_observations",
+    *(f"quality_gain@{n}" for n in FEATURE_GPUS),
+)
 
 
 class MetisEncoder:
@@ -152,6 +166,10 @@ class MetisEncoder:
         self._static: dict[int, np.ndarray] = {}
         self._profiles: dict[int, ThroughputProfile] = {}
         self._seed = 0
+        names = slot_names()
+        self._keep = np.ones(self.slot_size, dtype=np.float32)
+        if job_features == "no_curve":
+            self._keep[[names.index(n) for n in CURVE_DERIVED]] = 0.0
 
     def reset(self, seed: int) -> None:
         """Forget per-episode caches; profiles of this episode come from ``seed``."""
@@ -206,9 +224,7 @@ class MetisEncoder:
         curve = curve_integral(spec.model)
         q_now = curve.quality(frac)
         prof = self.profile(sim, j)
-        if self.job_features == "no_curve":
-            curve_feats = (0.0, 0.0, 0.0, 0.0)
-        elif fit is not None:
+        if fit is not None:
             curve_feats = (1.0, squash(fit.b0 * total), squash(fit.b1), squash(fit.b2))
         else:
             curve_feats = (0.0, *prior_curve_features(spec.model))
@@ -227,7 +243,7 @@ class MetisEncoder:
             norm_time(remaining / prof.rate(1)),
             norm_time(float(sim.attained_gpu_s[j])),
             *curve_feats,
-            0.0 if self.job_features == "no_curve" else squash(est.num_observations / OBS_NORM),
+            squash(est.num_observations / OBS_NORM),
         )
         base = 22 + len(FEATURE_GPUS)
         step = self.slice_s / total
@@ -235,7 +251,7 @@ class MetisEncoder:
             curve.quality(frac + prof.rate(n) * step) - q_now if n <= spec.max_gpus else 0.0
             for n in FEATURE_GPUS
         ]
-        return out
+        return out * self._keep
 
     def encode(self, sim: Simulator, slots: list[int | None], pending: np.ndarray) -> np.ndarray:
         """The observation: every slot (``None`` = empty), then the cluster."""
