@@ -1,7 +1,7 @@
 """Publish a run's best model as the shipped pretrained agent, with its JSON card.
 
-``python -m agents.publish RUN_DIR [--seeds 100-119] [--wall-s S]`` copies
-``RUN_DIR/best_model.zip`` to ``agents/pretrained/<EnvName-vN>.zip`` and writes
+``python -m agents.publish RUN_DIR [--seeds 100-119] [--wall-s S] [--model FILE]`` copies
+``RUN_DIR/best_model.zip`` (or ``--model``: ``last_model.zip``, ``pretrained_model.zip``) to ``agents/pretrained/<EnvName-vN>.zip`` and writes
 ``<EnvName-vN>.json``: env id and kwargs, algorithm, training command, seed, budget,
 wall time, and the agent's test metrics next to uniformly random masked actions on
 held-out seeds (disjoint from the training seeds 0.. and the eval seeds 10,000..).
@@ -25,6 +25,7 @@ from agents.envs import make_env, vecnormalize_path
 from agents.evaluate import mean_ci, parse_seeds
 from agents.policy import PRETRAINED_DIR, RandomMaskedAgent, load_agent
 from cluster_envs.envs.rollout import rollout
+from cluster_envs.errors import ConfigError
 
 #: Metrics reported on the card.
 CARD_METRICS = (
@@ -62,12 +63,25 @@ def save_without_optimizer_state(source: Path, algo: str, target: Path) -> None:
     model.save(target)
 
 
-def publish(run_dir: Path, seeds: Sequence[int], wall_s: float | None) -> Path:
-    """Copy the run's best model into ``agents/pretrained`` and write its card."""
+#: What ``--model`` may name, and how the card describes the choice.
+SELECTIONS = {
+    "best_model.zip": "best_model.zip (best mean eval return on seeds from 10000)",
+    "last_model.zip": "last_model.zip (the end of training)",
+    "pretrained_model.zip": "pretrained_model.zip (the warm start: cloned from the heuristic "
+    "+ DAgger, before RL; RL fine-tuning made it worse on the eval seeds)",
+}
+
+
+def publish(
+    run_dir: Path, seeds: Sequence[int], wall_s: float | None, model: str = "best_model.zip"
+) -> Path:
+    """Copy the run's ``model`` into ``agents/pretrained`` and write its card."""
+    if model not in SELECTIONS:
+        raise ConfigError(f"--model must be one of {', '.join(SELECTIONS)}, got {model!r}")
     config = yaml.safe_load((run_dir / CONFIG_FILE).read_text())
     env_id, env_kwargs = config["env_id"], config["env_kwargs"]
     name = env_id.split("/", 1)[-1]
-    source = run_dir / "best_model.zip"
+    source = run_dir / model
     agent, algo = load_agent(source)
     card = {
         "env_id": env_id,
@@ -78,7 +92,8 @@ def publish(run_dir: Path, seeds: Sequence[int], wall_s: float | None) -> Path:
         "n_envs": config["n_envs"],
         "train_command": (run_dir / "command.txt").read_text().strip().splitlines()[0],
         "train_wall_s": wall_s,
-        "selected": "best_model.zip (best mean eval return on seeds from 10000)",
+        "selected": SELECTIONS[model],
+        "pretrain": config.get("pretrain"),
         "test_seeds": f"{seeds[0]}..{seeds[-1]} ({len(seeds)} episodes)",
         "test": score(agent, env_id, env_kwargs, seeds),
         "random_masked": score(RandomMaskedAgent(), env_id, env_kwargs, seeds),
@@ -100,8 +115,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("run_dir", type=Path)
     parser.add_argument("--seeds", default="100-119")
     parser.add_argument("--wall-s", type=float, default=None, help="training wall time")
+    parser.add_argument("--model", default="best_model.zip", choices=list(SELECTIONS))
     args = parser.parse_args(argv)
-    target = publish(args.run_dir, parse_seeds(args.seeds), args.wall_s)
+    target = publish(args.run_dir, parse_seeds(args.seeds), args.wall_s, args.model)
     print(target.with_suffix(".json").read_text())
     return 0
 

@@ -19,8 +19,8 @@ def test_publish_ships_a_smaller_model_that_acts_the_same(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     result = train(
-        "ppo", ENV, tmp_path / "run", timesteps=128, seed=0, env_kwargs={"preset": "toy"},
-        hyperparams={"n_steps": 64, "batch_size": 64}, n_envs=1, eval_freq=64,
+        "ppo", ENV, tmp_path / "run", timesteps=256, seed=0, env_kwargs={"preset": "toy"},
+        hyperparams={"n_steps": 64, "batch_size": 64}, n_envs=1, eval_freq=128,
         eval_episodes=1, progress_bar=False,
     )  # fmt: skip
     assert result.best_model is not None
@@ -35,3 +35,10 @@ def test_publish_ships_a_smaller_model_that_acts_the_same(
     assert np.array_equal(
         original.predict(obs, deterministic=True)[0], shipped.predict(obs, deterministic=True)[0]
     )
+
+
+def test_publish_refuses_an_unknown_model_choice(tmp_path: Path) -> None:
+    from cluster_envs.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="--model must be one of"):
+        publish_module.publish(tmp_path, [100], None, model="final.zip")
