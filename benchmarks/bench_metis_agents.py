@@ -44,10 +44,15 @@ PAIRED_METRICS = ("quality_auc", "time_to_quality_s", "time_to_best_s", "avg_jct
 MODELS = {"best_model.zip": "", "pretrained_model.zip": " warm start only"}
 
 
-def agent_cells(runs: Path, preset: str, horizon_s: float, seeds: list[int]) -> tuple[list, dict]:
-    """Cells of every agent under ``runs`` and a label per ``sb3:`` policy name."""
+def agent_cells(
+    runs: Path, preset: str, horizon_s: float, seeds: list[int], exclude: set[str]
+) -> tuple[list, dict]:
+    """Cells of every agent under ``runs`` (but the ``exclude`` run names, such as
+    ``fitted/dqn``) and a label per ``sb3:`` policy name."""
     cells, labels = [], {}
     for config_path in sorted(runs.glob("*/*/config.yml")):
+        if config_path.parent.relative_to(runs).as_posix() in exclude:
+            continue
         config = yaml.safe_load(config_path.read_text())
         kwargs = {**config.get("env_kwargs", {}), "preset": preset, "sim": {"horizon_s": horizon_s}}
         for file, suffix in MODELS.items():
@@ -90,6 +95,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", default="100-139", help="held-out seeds, default preset")
     parser.add_argument("--pollux-seeds", default="100-109", help="seeds of the pollux preset")
+    parser.add_argument(
+        "--pollux-exclude", default="",
+        help="runs not played on pollux (comma list, e.g. fitted/dqn: agents that starve "
+        "jobs run every episode to the cap, thousands of 60 s slices)",
+    )  # fmt: skip
     parser.add_argument("--runs", default=str(ROOT / "runs" / "metis"))
     parser.add_argument("--horizon-h", type=float, default=96.0)
     parser.add_argument("--workers", type=int, default=1)
@@ -105,7 +115,8 @@ def main() -> None:
         cells = make_cells(
             ["cluster_envs/MetisAllocation-v0"], workload, list(METIS_BASELINES), seeds
         )
-        more, names = agent_cells(Path(args.runs), preset, horizon_s, seeds)
+        exclude = set(filter(None, args.pollux_exclude.split(","))) if preset == "pollux" else set()
+        more, names = agent_cells(Path(args.runs), preset, horizon_s, seeds, exclude)
         labels.update(names)
         policies += [p for p in names if p not in policies]
         rows += run_grid(cells + more, "local", args.workers, progress=True)
@@ -120,6 +131,8 @@ def main() -> None:
         "",
         f"Command: `.venv/bin/python benchmarks/bench_metis_agents.py --seeds {args.seeds} "
         f"--pollux-seeds {args.pollux_seeds} "
+        + (f"--pollux-exclude {args.pollux_exclude} " if args.pollux_exclude else "")
+        + f"--horizon-h {args.horizon_h:g} "
         f"--runs {Path(args.runs).relative_to(ROOT) if Path(args.runs).is_relative_to(ROOT) else args.runs}` "
         "after `scripts/train_metis_agents.sh`. Held-out seeds; episodes capped at "
         f"{args.horizon_h:g} h. 'oracle' agents saw the true curves (an ablation, not a "
