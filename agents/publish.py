@@ -68,7 +68,7 @@ SELECTIONS = {
     "best_model.zip": "best_model.zip (best mean eval return on seeds from 10000)",
     "last_model.zip": "last_model.zip (the end of training)",
     "pretrained_model.zip": "pretrained_model.zip (the warm start: cloned from the heuristic "
-    "+ DAgger, before RL; RL fine-tuning made it worse on the eval seeds)",
+    "+ DAgger, before RL: chosen when the RL model is worse on the validation seeds 10000+)",
 }
 
 

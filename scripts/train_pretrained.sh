@@ -27,6 +27,14 @@ if [ "$ENV" = "cluster_envs/MetisAllocation-v0" ]; then
     TIMESTEPS=${TIMESTEPS:-100000}
     EVAL=(--eval-freq 10000 --eval-episodes 10)
 fi
+if [ "$ENV" = "cluster_envs/JobPlacement-v0" ]; then
+    # The shipped placement agent: MaskablePPO cloned from consolidated first-fit (`fifo`)
+    # + 3 DAgger rounds; the 100k PPO steps after it made it worse on held-out seeds, so
+    # the warm start (pretrained_model.zip) is what ships.
+    PRETRAIN=${PRETRAIN:-"--pretrain fifo --pretrain-episodes 50 --pretrain-epochs 20 --pretrain-dagger-rounds 3"}
+    TIMESTEPS=${TIMESTEPS:-100000}
+    MODEL=${MODEL:-pretrained_model.zip}
+fi
 TIMESTEPS=${TIMESTEPS:-80000}
 SEED=${SEED:-0}
 if [ -z "${EVAL+x}" ]; then EVAL=(--eval-freq 20000 --eval-episodes 5); fi
@@ -36,4 +44,5 @@ SECONDS=0
     --timesteps "$TIMESTEPS" --seed "$SEED" "${EVAL[@]}" \
     --out "$RUN" --no-progress ${FORCE:+--force}
 wall=$SECONDS
-.venv/bin/python -m agents.publish "$RUN" --seeds 100-119 --wall-s "$wall"
+.venv/bin/python -m agents.publish "$RUN" --seeds 100-119 --wall-s "$wall" \
+    --model "${MODEL:-best_model.zip}"
