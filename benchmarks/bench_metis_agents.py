@@ -157,7 +157,10 @@ def main() -> None:
     out = ROOT / "benchmarks" / "results" / "metis_agents.md"
     out.write_text("\n".join(lines) + "\n")
     out.with_suffix(".json").write_text(
-        json.dumps([{k: v for k, v in r.items() if k != "details"} for r in rows], indent=1) + "\n"
+        json.dumps(
+            [{k: v for k, v in r.items() if k != "details"} for r in rows], separators=(",", ":")
+        )
+        + "\n"
     )
     print("\n".join(lines))
 
