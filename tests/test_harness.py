@@ -43,6 +43,18 @@ def test_paired_difference_matches_seeds_and_drops_nan_pairs() -> None:
         paired_difference(rows, "new", "other", "m")
 
 
+def test_quality_workloads_rank_baselines_by_quality_auc() -> None:
+    """Metis rows carry JCT metrics too; the headline there is quality AUC."""
+    rows = [
+        {"env": "e", "workload": "w", "policy": p, "seed": 0, "status": "ok",
+         "metrics": {"avg_jct_s": jct, "quality_auc": auc}}
+        for p, jct, auc in [("fast", 100.0, 0.70), ("good", 200.0, 0.80), ("rl", 150.0, 0.84)]
+    ]  # fmt: skip
+    summary = {r["policy"]: r for r in summarize(rows, baselines=["fast", "good"])}
+    assert summary["rl"]["best_baseline"] == "good"
+    assert summary["rl"]["improvement_vs_best_baseline_pct"] == pytest.approx(5.0)
+
+
 def test_improvement_over_best_baseline() -> None:
     rows = [
         {"env": "e", "workload": "w", "policy": p, "seed": s, "status": "ok",

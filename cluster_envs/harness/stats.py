@@ -112,7 +112,7 @@ def summarize(
             }
             summaries[policy] = metrics
         key_metric = (
-            "avg_jct_s" if any("avg_jct_s" in s for s in summaries.values()) else "quality_auc"
+            "quality_auc" if any("quality_auc" in s for s in summaries.values()) else "avg_jct_s"
         )
         best = _best_baseline(summaries, baselines, key_metric)
         for policy, metrics in summaries.items():
