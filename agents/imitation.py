@@ -21,6 +21,7 @@ The RL phase (``model.learn``) then starts from the cloned policy. Everything is
 
 from __future__ import annotations
 
+import inspect
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -217,7 +218,7 @@ def pretrain(
         act_t = act_t[:, 0]
     ret_t = torch.as_tensor(demos.returns, device=device)
     masks = demos.masks
-    use_masks = not is_q and masks is not None and "action_masks" in _evaluate_signature(policy)
+    use_masks = not is_q and masks is not None and _takes_masks(policy.evaluate_actions)
     mask_t = torch.as_tensor(masks, device=device) if use_masks else None
     params = policy.q_net.parameters() if is_q else policy.parameters()
     optimizer = torch.optim.Adam(params, lr=settings.learning_rate)
@@ -251,22 +252,15 @@ def _student_action(model: BaseAlgorithm, obs: np.ndarray, info: dict[str, Any])
     if isinstance(env, VecNormalize) and env.norm_obs:
         obs = env.normalize_obs(obs)
     kwargs = {}
-    if "action_masks" in _predict_signature(model) and "action_mask" in info:
+    if _takes_masks(model.predict) and "action_mask" in info:
         kwargs["action_masks"] = info["action_mask"]
     action, _ = model.predict(obs, deterministic=True, **kwargs)
     return action
 
 
-def _predict_signature(model: BaseAlgorithm) -> tuple[str, ...]:
-    import inspect
-
-    return tuple(inspect.signature(model.predict).parameters)
-
-
-def _evaluate_signature(policy: Any) -> tuple[str, ...]:
-    import inspect
-
-    return tuple(inspect.signature(policy.evaluate_actions).parameters)
+def _takes_masks(method: Any) -> bool:
+    """Whether ``method`` (MaskablePPO's ``predict`` / ``evaluate_actions``) takes masks."""
+    return "action_masks" in inspect.signature(method).parameters
 
 
 def _dqn_losses(
