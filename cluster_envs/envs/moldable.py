@@ -219,7 +219,7 @@ class MoldableSchedulingEnv(ClusterEnvBase):
     def action_masks(self) -> np.ndarray:
         """Which actions are feasible now (the wait action is last)."""
         sim = self.sim
-        if self._mask_version == sim._state_version:
+        if self._mask_version == sim.state_version:
             return self._mask.copy()
         mask = np.zeros(self.action_space.n, dtype=bool)
         free = sim.inventory.num_free
@@ -230,7 +230,7 @@ class MoldableSchedulingEnv(ClusterEnvBase):
                 if spec.min_gpus <= lv <= spec.max_gpus and lv <= free:
                     mask[k * p + i] = True
         mask[self.wait_action] = not mask.any() or sim.next_event_time() < math.inf
-        self._mask, self._mask_version = mask, sim._state_version
+        self._mask, self._mask_version = mask, sim.state_version
         return mask.copy()
 
     # ------------------------------------------------------------------ internals

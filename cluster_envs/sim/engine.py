@@ -104,6 +104,11 @@ class Simulator:
 
     # ------------------------------------------------------------------ time
     @property
+    def state_version(self) -> int:
+        """A counter that changes whenever anything a policy can observe changes."""
+        return self._state_version
+
+    @property
     def done(self) -> bool:
         """True once every job of the workload has finished."""
         return self.num_finished == len(self.jobs)
