@@ -190,7 +190,7 @@ class MetisAllocationEnv(ClusterEnvBase):
             config.num_slots, self.max_gpus, self.cluster, config.time_slice_s,
             job_features=config.job_features,
         )  # fmt: skip
-        self.observation_space = spaces.Box(0.0, 1.0, (self.encoder.size,), np.float32)
+        self.observation_space = self.encoder.space
         self.action_space = self._make_action_space()
         self.slots: list[int | None] = [None] * config.num_slots
         self.tracker: QualityTracker | None = None
