@@ -10,7 +10,7 @@ from gymnasium import spaces
 
 from cluster_envs.envs.base import ClusterEnvBase
 from cluster_envs.envs.config import split_kwargs
-from cluster_envs.envs.placement_features import PlacementEncoder
+from cluster_envs.envs.scale_free import placement_encoder
 from cluster_envs.errors import ConfigError, InfeasibleDecisionError
 from cluster_envs.types import Allocate, Decision, make_placement
 
@@ -23,11 +23,14 @@ class PlacementConfig:
         cluster: Cluster preset (heterogeneous by default, so GPU types matter).
         reward_scale_s: Reward = -(jobs in system) * dt / reward_scale_s.
         horizon_s: Truncate at this simulated time (None: never).
+        observation: ``"default"`` or ``"scale_free"`` (fields that do not depend on
+            the cluster size, queue length or load: :mod:`cluster_envs.envs.scale_free`).
     """
 
     cluster: str = "hetero-small"
     reward_scale_s: float = 3600.0
     horizon_s: float | None = None
+    observation: str = "default"
 
     def __post_init__(self) -> None:
         if not self.reward_scale_s > 0:
@@ -109,7 +112,7 @@ class JobPlacementEnv(ClusterEnvBase):
         self.config = config
         n = self.cluster.num_nodes
         self.action_space = spaces.Discrete(n)
-        self.encoder = PlacementEncoder(self.cluster)
+        self.encoder = placement_encoder(config, self.cluster)
         self.observation_space = self.encoder.space
         self._tentative = np.zeros(n, dtype=np.int64)
         self._plan: list[int] = []
