@@ -211,3 +211,24 @@ def test_slot_policy_accepts_the_scale_free_metis_layout() -> None:
     assert model.policy.global_features == env.observation_space.layout.global_size == 8
     action, _ = model.predict(env.reset(seed=0)[0], deterministic=True)
     assert env.action_space.contains(action)
+
+
+def test_placement_caches_change_no_value() -> None:
+    env = gym.make(PLACEMENT, preset="toy", observation="scale_free")
+    base = env.unwrapped
+    cached, checked = base.encoder.encode, []
+
+    def compare(sim: Simulator, head: int | None, tentative: np.ndarray) -> np.ndarray:
+        obs = cached(sim, head, tentative)
+        fresh = ScaleFreePlacementEncoder(base.cluster)  # no cached rates or tau
+        np.testing.assert_array_equal(obs, fresh.encode(sim, head, tentative))
+        checked.append(head is not None)
+        return obs
+
+    base.encoder.encode = compare
+    env.reset(seed=2)
+    for _ in range(60):
+        _, _, terminated, truncated, _ = env.step(int(np.flatnonzero(base.action_masks())[-1]))
+        if terminated or truncated:
+            break
+    assert sum(checked) > 30

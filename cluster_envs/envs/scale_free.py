@@ -185,11 +185,13 @@ class ScaleFreePlacementEncoder(PlacementEncoder):
         self.space = self.layout.space()
         self._sim: Simulator | None = None
         self._rates: dict[int, float] = {}
+        self._tau_key: tuple[int, float] | None = None
+        self._tau = DEFAULT_TIME_SCALE_S
 
     def _packed_rate(self, sim: Simulator, j: int, node_gpus: int) -> float:
         """Iterations/s of job ``j`` packed at its request on the fastest type (cached)."""
         if sim is not self._sim:  # a new episode: job ids mean other jobs
-            self._sim, self._rates = sim, {}
+            self._sim, self._rates, self._tau_key = sim, {}, None
         rate = self._rates.get(j)
         if rate is None:
             spec = sim.jobs[j]
@@ -197,6 +199,17 @@ class ScaleFreePlacementEncoder(PlacementEncoder):
             network = sim.inventory.network_speed
             rate = self._rates[j] = spec.speed.throughput(shape, self.fastest, network)
         return rate
+
+    def _time_scale(self, sim: Simulator, node_gpus: int) -> float:
+        """``tau`` (s), recomputed only when the simulator's state or clock moved."""
+        self._packed_rate(sim, next(iter(sim.queue)), node_gpus)  # notices a new episode
+        key = (sim.state_version, sim.now_s)
+        if key != self._tau_key:
+            ids = np.array([*sim.queue, *sim.active], dtype=np.int64)
+            rates = np.array([self._packed_rate(sim, int(j), node_gpus) for j in ids])
+            self._tau = median_runtime_s(sim.estimator.remaining_many(ids), rates)
+            self._tau_key = key
+        return self._tau
 
     def encode(self, sim: Simulator, head: int | None, tentative: np.ndarray) -> np.ndarray:
         """The observation while job ``head`` (None: none) has ``tentative`` GPUs per node."""
@@ -209,9 +222,7 @@ class ScaleFreePlacementEncoder(PlacementEncoder):
         slots[:, 0] = 1.0
         slots[:, 1:] = base[: n * len(NODE_FIELDS)].reshape(n, len(NODE_FIELDS))
         big = int(inv.total.max())
-        ids = np.array([*sim.queue, *sim.active], dtype=np.int64)
-        rates = np.array([self._packed_rate(sim, int(j), big) for j in ids])
-        tau = median_runtime_s(sim.estimator.remaining_many(ids), rates)
+        tau = self._time_scale(sim, big)
         spec, c = sim.jobs[head], lay.global_offset
         obs[c] = in_nodes(spec.num_gpus - int(tentative.sum()), big)
         obs[c + 1] = in_nodes(spec.num_gpus, big)
