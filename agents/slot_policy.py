@@ -15,8 +15,12 @@ schedulers use for sets of jobs:
   the pooled context and the cluster fields.
 
 So permuting the slots permutes the action distribution (tested), and the parameter count
-does not grow with J. Use it with ``policy: SlotPolicy`` and ``policy_kwargs:
-{global_features: G}`` (``hidden`` optional) for PPO or A2C.
+does not grow with J. Use it with ``policy: SlotPolicy`` (``policy_kwargs: {hidden: H}``
+optional) for PPO or A2C. The split into J slot blocks and G global fields, and which
+slot field marks an occupied slot, come from the env's observation layout (the
+:class:`cluster_envs.envs.layout.LayoutBox` its ``observation_space`` is); the
+``global_features`` kwarg is only needed for a plain ``Box`` (and, when given, must agree
+with the layout -- models saved before layouts existed store it and still load).
 """
 
 from __future__ import annotations
@@ -29,6 +33,7 @@ from gymnasium import spaces
 from stable_baselines3.common.policies import ActorCriticPolicy
 from torch import nn
 
+from cluster_envs.envs.layout import layout_of
 from cluster_envs.errors import ConfigError
 
 #: Width of the per-slot embeddings and latents.
@@ -45,9 +50,11 @@ class SlotExtractor(nn.Module):
         global_features: int,
         hidden: int,
         activation_fn: type[nn.Module],
+        mask_index: int = 0,
     ) -> None:
         super().__init__()
         self.num_slots, self.slot_features = num_slots, slot_features
+        self.mask_index = mask_index
         self.embed = nn.Sequential(
             nn.Linear(slot_features + global_features, hidden), activation_fn(),
             nn.Linear(hidden, hidden), activation_fn(),
@@ -66,7 +73,7 @@ class SlotExtractor(nn.Module):
         cluster = obs[:, cut:]
         expanded = cluster[:, None, :].expand(-1, self.num_slots, -1)
         embedded = self.embed(torch.cat([slots, expanded], dim=-1))
-        present = slots[..., :1]
+        present = slots[..., self.mask_index : self.mask_index + 1]
         pooled = (embedded * present).sum(dim=1) / present.sum(dim=1).clamp(min=1.0)
         return embedded, pooled, cluster
 
@@ -104,7 +111,8 @@ class SlotPolicy(ActorCriticPolicy):
     """ActorCriticPolicy with :class:`SlotExtractor` and :class:`SlotHead` (see module).
 
     Args:
-        global_features: G, the cluster fields after the J slot blocks.
+        global_features: G, the cluster fields after the J slot blocks (None: from the
+            observation space's layout).
         hidden: Width of the shared layers.
         Everything else as :class:`ActorCriticPolicy` (``net_arch`` is not used).
     """
@@ -115,7 +123,7 @@ class SlotPolicy(ActorCriticPolicy):
         action_space: spaces.Space,
         lr_schedule: Any,
         *args: Any,
-        global_features: int = 0,
+        global_features: int | None = None,
         hidden: int = DEFAULT_HIDDEN,
         **kwargs: Any,
     ) -> None:
@@ -126,6 +134,7 @@ class SlotPolicy(ActorCriticPolicy):
         if not isinstance(observation_space, spaces.Box) or len(observation_space.shape) != 1:
             raise ConfigError("SlotPolicy needs a flat Box observation")
         num_slots = len(action_space.nvec)
+        global_features, self.mask_index = _split(observation_space, num_slots, global_features)
         slot_total = observation_space.shape[0] - global_features
         if global_features < 0 or slot_total <= 0 or slot_total % num_slots:
             raise ConfigError(
@@ -143,7 +152,7 @@ class SlotPolicy(ActorCriticPolicy):
     def _build_mlp_extractor(self) -> None:
         self.mlp_extractor = SlotExtractor(
             self.num_slots, self.slot_features, self.global_features, self.hidden,
-            self.activation_fn,
+            self.activation_fn, self.mask_index,
         )  # fmt: skip
 
     def _build(self, lr_schedule: Any) -> None:
@@ -159,6 +168,31 @@ class SlotPolicy(ActorCriticPolicy):
         data = super()._get_constructor_parameters()
         data.update(global_features=self.global_features, hidden=self.hidden)
         return data
+
+
+def _split(space: spaces.Space, num_slots: int, global_features: int | None) -> tuple[int, int]:
+    """``(G, index of the occupied-slot field)`` from the space's layout or the kwarg."""
+    layout = layout_of(space)
+    if layout is None:
+        if global_features is None:
+            raise ConfigError(
+                "SlotPolicy: the observation space carries no layout (not a LayoutBox); "
+                "pass policy_kwargs={'global_features': G}"
+            )
+        return global_features, 0
+    if layout.num_slots != num_slots:
+        raise ConfigError(
+            f"SlotPolicy: the observation has {layout.num_slots} slots but the action "
+            f"space {num_slots}"
+        )
+    if global_features is not None and global_features != layout.global_size:
+        raise ConfigError(
+            f"SlotPolicy: global_features={global_features} but the observation layout "
+            f"has {layout.global_size} global fields ({', '.join(layout.global_fields)})"
+        )
+    if layout.mask_index is None:
+        raise ConfigError("SlotPolicy: the observation layout declares no occupied-slot field")
+    return layout.global_size, layout.mask_index
 
 
 #: Policies ``policy:`` in the hyper-parameter YAML may name besides SB3's aliases.

@@ -8,6 +8,7 @@ import gymnasium as gym
 import numpy as np
 import pytest
 import torch
+from gymnasium import spaces
 from stable_baselines3 import PPO
 
 import cluster_envs  # noqa: F401
@@ -58,10 +59,24 @@ def test_parameters_do_not_grow_with_the_slots() -> None:
     assert count_parameters(small.policy) == count_parameters(large.policy)
 
 
+def test_the_split_comes_from_the_observation_layout() -> None:
+    env = gym.make(ENV, preset="toy")
+    model = PPO(SlotPolicy, env, device="cpu", policy_kwargs={"hidden": 16})
+    layout = env.unwrapped.encoder.layout
+    assert model.policy.global_features == layout.global_size == GLOBAL
+    assert model.policy.slot_features == layout.slot_size
+    assert model.policy.mask_index == layout.slot_index("present")
+
+
 def test_bad_layouts_are_refused_by_name() -> None:
     env = gym.make(ENV, preset="toy")
-    with pytest.raises(ConfigError, match="do not split into 8 slots"):
+    with pytest.raises(ConfigError, match="global_features=6 but the observation layout has 7"):
         PPO(SlotPolicy, env, device="cpu", policy_kwargs={"global_features": 6})
+    plain = spaces.Box(0.0, 1.0, env.observation_space.shape, np.float32)
+    with pytest.raises(ConfigError, match="carries no layout"):
+        SlotPolicy(plain, env.action_space, lambda _: 1e-3)
+    with pytest.raises(ConfigError, match="do not split into 8 slots"):
+        SlotPolicy(plain, env.action_space, lambda _: 1e-3, global_features=6)
     with pytest.raises(ConfigError, match="MultiDiscrete"):
         PPO(SlotPolicy, gym.make("cluster_envs/MetisAllocationDiscrete-v0", preset="toy"),
             device="cpu", policy_kwargs={"global_features": GLOBAL})  # fmt: skip
@@ -69,7 +84,7 @@ def test_bad_layouts_are_refused_by_name() -> None:
 
 def test_trains_from_the_yaml_and_reloads(tmp_path: Path) -> None:
     hyper = {"policy": "SlotPolicy", "n_steps": 64, "batch_size": 64,
-             "policy_kwargs": {"global_features": GLOBAL, "hidden": 16}}  # fmt: skip
+             "policy_kwargs": {"hidden": 16}}  # fmt: skip
     result = train("ppo", ENV, tmp_path / "run", timesteps=128, env_kwargs={"preset": "toy"},
                    hyperparams=hyper, n_envs=1, eval_freq=0, progress_bar=False)  # fmt: skip
     model = PPO.load(result.last_model, device="cpu")

@@ -1,9 +1,9 @@
-"""Observation encoders: cluster state -> a flat, normalised float32 vector.
+"""MoldableScheduling observations: cluster state -> a flat, normalised float32 vector.
 
-Every value lies in [0, 1]. Durations use ``log1p(t / 60 s) / log1p(TIME_NORM_S / 60 s)``
-(clipped), so seconds-long and week-long jobs both stay distinguishable. Job lengths are
-always *estimates* (:mod:`cluster_envs.sim.estimate`): the prior for a job that has not
-run, the fitted loss curve for one that has.
+Every value lies in [0, 1] (normalisers in :mod:`cluster_envs.envs.normalise`, re-exported
+here). Job lengths are always *estimates* (:mod:`cluster_envs.sim.estimate`): the prior for
+a job that has not run, the fitted loss curve for one that has. The layout (every index's
+name) is declared once by :func:`moldable_layout`.
 """
 
 from __future__ import annotations
@@ -12,9 +12,17 @@ import math
 from typing import TYPE_CHECKING
 
 import numpy as np
-from gymnasium import spaces
 
 from cluster_envs.config import GPU_SPEED, REFERENCE_INTER_NODE_GBPS, ClusterConfig
+from cluster_envs.envs.layout import ObsLayout
+from cluster_envs.envs.normalise import (
+    MODEL_NAMES,
+    TIME_NORM_S,
+    norm_time,
+    norm_times,
+    prior_curve_features,
+    squash,
+)
 from cluster_envs.perf import zoo
 from cluster_envs.perf.speed import packed_shape
 
@@ -23,37 +31,38 @@ if TYPE_CHECKING:
     from cluster_envs.perf.speed import SpeedModel
     from cluster_envs.sim.engine import Simulator
 
-#: Durations are normalised against 30 days.
-TIME_NORM_S = 30 * 24 * 3600.0
-_LOG_TIME_NORM = math.log1p(TIME_NORM_S / 60.0)
+__all__ = [
+    "MODEL_NAMES",
+    "QUEUE_NORM",
+    "TIME_NORM_S",
+    "MoldableEncoder",
+    "moldable_layout",
+    "norm_time",
+    "norm_times",
+    "prior_curve_features",
+    "squash",
+]
+
 #: Queue lengths are normalised against this many jobs.
 QUEUE_NORM = 200.0
-MODEL_NAMES = (*zoo.ZOO_MODELS, "other")
 
 
-def norm_time(seconds: float) -> float:
-    """A duration in [0, 1] on a log scale (0 s -> 0, 30 days -> 1)."""
-    if not seconds > 0:
-        return 0.0
-    return min(math.log1p(seconds / 60.0) / _LOG_TIME_NORM, 1.0)
-
-
-def norm_times(seconds: np.ndarray) -> np.ndarray:
-    """:func:`norm_time` of an array."""
-    return np.minimum(np.log1p(np.maximum(seconds, 0.0) / 60.0) / _LOG_TIME_NORM, 1.0)
-
-
-def squash(x: float) -> float:
-    """Map ``[0, inf)`` to ``[0, 1)`` monotonically: ``x / (1 + x)``."""
-    return x / (1.0 + x) if x > 0 else 0.0
-
-
-def prior_curve_features(model: str) -> tuple[float, float, float]:
-    """The model's prior loss-curve parameters (in fraction-of-training units), squashed."""
-    if model not in zoo.ZOO_MODELS:
-        return (0.0, 0.0, 0.0)
-    c = zoo.get_model(model).loss_curve_fraction
-    return (squash(c.b0), squash(c.b1), squash(c.b2))
+def moldable_layout(
+    window: int, levels: tuple[int, ...], gpus_per_node: int, num_running_slots: int
+) -> ObsLayout:
+    """The MoldableScheduling observation: ``window`` job slots, then the cluster."""
+    per_slot = ["present", "age", "requested_gpus", "min_gpus", "max_gpus"]
+    per_slot += [f"est_runtime@{lv}" for lv in levels]
+    per_slot += [f"feasible@{lv}" for lv in levels]
+    per_slot += ["prior_curve_b0", "prior_curve_b1", "prior_curve_b2"]
+    per_slot += [f"model={m}" for m in MODEL_NAMES]
+    cluster = ["free_gpu_fraction"]
+    cluster += [f"nodes_with_free={g}" for g in range(gpus_per_node + 1)]
+    cluster.append("running_jobs")
+    for i in range(num_running_slots):
+        cluster += [f"running_remaining_{i}", f"running_gpus_{i}"]
+    cluster += ["queue_beyond_window", "queued_gpu_demand"]
+    return ObsLayout(tuple(per_slot), window, tuple(cluster))
 
 
 class MoldableEncoder:
@@ -77,11 +86,12 @@ class MoldableEncoder:
         self.num_gpus = cluster.num_gpus
         self.best_speed = max(GPU_SPEED[g.gpu_type] for g in cluster.node_groups)
         self.network = cluster.inter_node_gbps / REFERENCE_INTER_NODE_GBPS
-        p = len(self.levels)
-        self.slot_size = 5 + 2 * p + 3 + len(MODEL_NAMES)
-        self.cluster_size = 1 + (self.gpus_per_node + 1) + 1 + 2 * config.num_running_slots + 2
-        size = config.window * self.slot_size + self.cluster_size
-        self.space = spaces.Box(0.0, 1.0, shape=(size,), dtype=np.float32)
+        self.layout = moldable_layout(
+            config.window, self.levels, self.gpus_per_node, config.num_running_slots
+        )
+        self.slot_size = self.layout.slot_size
+        self.cluster_size = self.layout.global_size
+        self.space = self.layout.space()
         self._slot_cache: dict[int, np.ndarray] = {}
         self._rate_cache: dict[tuple[int, int], float] = {}
 
@@ -92,21 +102,7 @@ class MoldableEncoder:
 
     def describe(self) -> list[str]:
         """The name of every observation index."""
-        names = []
-        per_slot = ["present", "age", "requested_gpus", "min_gpus", "max_gpus"]
-        per_slot += [f"est_runtime@{lv}" for lv in self.levels]
-        per_slot += [f"feasible@{lv}" for lv in self.levels]
-        per_slot += ["prior_curve_b0", "prior_curve_b1", "prior_curve_b2"]
-        per_slot += [f"model={m}" for m in MODEL_NAMES]
-        for k in range(self.config.window):
-            names += [f"slot{k}.{n}" for n in per_slot]
-        names.append("free_gpu_fraction")
-        names += [f"nodes_with_free={g}" for g in range(self.gpus_per_node + 1)]
-        names.append("running_jobs")
-        for i in range(self.config.num_running_slots):
-            names += [f"running_remaining_{i}", f"running_gpus_{i}"]
-        names += ["queue_beyond_window", "queued_gpu_demand"]
-        return names
+        return self.layout.describe()
 
     def _static_slot(self, sim: Simulator, j: int) -> np.ndarray:
         """Slot features that do not change while the job waits (cached per job)."""

@@ -14,7 +14,8 @@ from gymnasium import spaces
 from cluster_envs.envs.base import ClusterEnvBase
 from cluster_envs.envs.config import split_kwargs
 from cluster_envs.envs.episodes import SYNTHETIC_JOBS
-from cluster_envs.envs.metis_features import JOB_FEATURES, MetisEncoder
+from cluster_envs.envs.metis_features import JOB_FEATURES
+from cluster_envs.envs.metis_scale_free import metis_encoder
 from cluster_envs.envs.projection import (
     DEFAULT_NUM_SLOTS,
     AllocationState,
@@ -63,6 +64,8 @@ class MetisConfig:
             ``"oracle"`` (ABLATION ONLY: the true curves and true lengths, which no real
             scheduler has) or ``"no_curve"`` (ablation: every field derived from the loss curve zeroed), to
             measure whether the state design matters.
+        observation: ``"default"`` or ``"scale_free"`` (fields that do not depend on
+            the cluster size, slot count or slice length: :mod:`cluster_envs.envs.scale_free`).
     """
 
     cluster: str = "small"
@@ -77,6 +80,7 @@ class MetisConfig:
     auc_weight: float = 0.0
     max_stalled_slices: int = 10
     job_features: str = "fitted"
+    observation: str = "default"
 
     def __post_init__(self) -> None:
         if self.job_features not in JOB_FEATURES:
@@ -186,11 +190,8 @@ class MetisAllocationEnv(ClusterEnvBase):
         self.num_slots = config.num_slots
         self.max_gpus = min(config.max_gpus_per_job, self.cluster.num_gpus)
         self.quality_settings = QualitySettings(config.quality_window_s, config.quality_threshold)
-        self.encoder = MetisEncoder(
-            config.num_slots, self.max_gpus, self.cluster, config.time_slice_s,
-            job_features=config.job_features,
-        )  # fmt: skip
-        self.observation_space = spaces.Box(0.0, 1.0, (self.encoder.size,), np.float32)
+        self.encoder = metis_encoder(config, self.max_gpus, self.cluster)
+        self.observation_space = self.encoder.space
         self.action_space = self._make_action_space()
         self.slots: list[int | None] = [None] * config.num_slots
         self.tracker: QualityTracker | None = None

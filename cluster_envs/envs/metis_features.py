@@ -1,7 +1,7 @@
 """MetisAllocation observations: each job by its fitted curves, plus the cluster.
 
 Every value lies in [0, 1] (durations on the log scale of
-:func:`cluster_envs.envs.features.norm_time`). A job is described only by what a
+:func:`cluster_envs.envs.normalise.norm_time`); :func:`metis_layout` declares every index. A job is described only by what a
 scheduler can learn: its *fitted* loss curve (refitted as noisy loss observations
 arrive; the model's prior curve before that), the *estimated* fraction of training done
 and the quality that implies, and a throughput model fitted on arrival to a few noisy
@@ -18,7 +18,8 @@ import numpy as np
 from scipy.optimize import nnls
 
 from cluster_envs.config import GPU_SPEED, REFERENCE_INTER_NODE_GBPS, ClusterConfig
-from cluster_envs.envs.features import MODEL_NAMES, norm_time, prior_curve_features, squash
+from cluster_envs.envs.layout import ObsLayout
+from cluster_envs.envs.normalise import MODEL_NAMES, norm_time, prior_curve_features, squash
 from cluster_envs.perf import zoo
 from cluster_envs.perf.speed import packed_shape
 from cluster_envs.sim.quality import curve_integral
@@ -117,9 +118,6 @@ CLUSTER_NAMES = [
 ]
 
 
-#: What the per-job curve features show: fitted (the real setting), oracle (ablation:
-#: the hidden truth), no_curve (ablation: every field derived from the loss curve zeroed).
-JOB_FEATURES = ("fitted", "oracle", "no_curve")
 #: Slot fields that come from the job's loss curve (its fit, or the length estimated from
 #: it): ``no_curve`` zeroes them, leaving state, sizes, age, attained service, the
 #: throughput profile and the model id.
@@ -134,6 +132,25 @@ CURVE_DERIVED = (
     "num_loss_observations",
     *(f"quality_gain@{n}" for n in FEATURE_GPUS),
 )
+#: Cluster fields computed from curve-derived slot fields (the mean of ``est_quality``).
+CURVE_DERIVED_CLUSTER = ("mean_est_quality",)
+#: Slot fields whose value ``oracle`` replaces by the hidden truth (the true length and
+#: loss curve instead of the estimates); every other field is the same as ``fitted``.
+ORACLE_REPLACED = tuple(n for n in CURVE_DERIVED if n != "num_loss_observations")
+#: What the per-job curve features show, by ``job_features`` value: ``(fields replaced
+#: by the truth, fields zeroed)``. fitted is the real setting, oracle (ablation) shows the
+#: hidden truth, no_curve (ablation) zeroes every field derived from the loss curve.
+JOB_FEATURE_ABLATIONS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
+    "fitted": ((), ()),
+    "oracle": (ORACLE_REPLACED, ()),
+    "no_curve": ((), CURVE_DERIVED),
+}
+JOB_FEATURES = tuple(JOB_FEATURE_ABLATIONS)
+
+
+def metis_layout(num_slots: int) -> ObsLayout:
+    """The MetisAllocation observation: ``num_slots`` job slots, then the cluster."""
+    return ObsLayout(tuple(slot_names()), num_slots, tuple(CLUSTER_NAMES))
 
 
 class MetisEncoder:
@@ -161,15 +178,14 @@ class MetisEncoder:
         self.max_gpus = float(max_gpus)
         self.cluster = cluster
         self.slice_s = slice_s
-        self.slot_size = len(slot_names())
-        self.size = num_slots * self.slot_size + len(CLUSTER_NAMES)
+        self.layout = metis_layout(num_slots)
+        self.slot_size = self.layout.slot_size
+        self.size = self.layout.size
+        self.space = self.layout.space()
         self._static: dict[int, np.ndarray] = {}
         self._profiles: dict[int, ThroughputProfile] = {}
         self._seed = 0
-        names = slot_names()
-        self._keep = np.ones(self.slot_size, dtype=np.float32)
-        if job_features == "no_curve":
-            self._keep[[names.index(n) for n in CURVE_DERIVED]] = 0.0
+        self._keep = self.layout.slot_mask(JOB_FEATURE_ABLATIONS[job_features][1])
 
     def reset(self, seed: int) -> None:
         """Forget per-episode caches; profiles of this episode come from ``seed``."""
@@ -177,8 +193,7 @@ class MetisEncoder:
 
     def describe(self) -> list[str]:
         """The name of every observation index."""
-        names = [f"slot{k}.{n}" for k in range(self.num_slots) for n in slot_names()]
-        return names + list(CLUSTER_NAMES)
+        return self.layout.describe()
 
     def profile(self, sim: Simulator, j: int) -> ThroughputProfile:
         """The fitted throughput profile of job ``j`` (measured on first use)."""

@@ -13,7 +13,7 @@ from gymnasium import spaces
 from cluster_envs.envs.base import ClusterEnvBase
 from cluster_envs.envs.config import split_kwargs
 from cluster_envs.envs.episodes import SYNTHETIC_JOBS
-from cluster_envs.envs.features import MoldableEncoder
+from cluster_envs.envs.scale_free import moldable_encoder
 from cluster_envs.errors import ConfigError, InfeasibleDecisionError
 from cluster_envs.policies.placement import ConsolidatedPlacement
 from cluster_envs.types import Allocate, Decision, JobKind, JobSpec
@@ -32,6 +32,8 @@ class MoldableConfig:
         horizon_s: Truncate the episode at this simulated time (None: never).
         num_running_slots: Running jobs whose remaining time is shown (shortest first).
         placement: ``"first-fit"`` or ``"best-fit"`` consolidated placement.
+        observation: ``"default"`` or ``"scale_free"`` (fields that do not depend on
+            the cluster size, queue length or load: :mod:`cluster_envs.envs.scale_free`).
     """
 
     cluster: str = "small"
@@ -41,6 +43,7 @@ class MoldableConfig:
     horizon_s: float | None = None
     num_running_slots: int = 8
     placement: str = "first-fit"
+    observation: str = "default"
 
     def __post_init__(self) -> None:
         if self.window < 1:
@@ -144,7 +147,7 @@ class MoldableSchedulingEnv(ClusterEnvBase):
         self.config = config
         self.levels = config.levels
         self.placement_policy = ConsolidatedPlacement(config.placement)
-        self.encoder = MoldableEncoder(config, self.cluster)
+        self.encoder = moldable_encoder(config, self.cluster)
         k, p = config.window, len(config.levels)
         self.wait_action = k * p
         self.action_space = spaces.Discrete(k * p + 1)

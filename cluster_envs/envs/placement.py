@@ -10,21 +10,9 @@ from gymnasium import spaces
 
 from cluster_envs.envs.base import ClusterEnvBase
 from cluster_envs.envs.config import split_kwargs
-from cluster_envs.envs.features import MODEL_NAMES, norm_time
+from cluster_envs.envs.scale_free import placement_encoder
 from cluster_envs.errors import ConfigError, InfeasibleDecisionError
-from cluster_envs.perf import zoo
-from cluster_envs.perf.speed import packed_shape
 from cluster_envs.types import Allocate, Decision, make_placement
-
-#: Node-level features per node (see PlacementEncoder docs in the env docstring).
-NODE_FEATURES = 6
-#: Job-level features: remaining to place, requested, est. runtime packed, model one-hot.
-JOB_FEATURES = 3 + len(MODEL_NAMES)
-#: Cluster-level features: queue length, free GPU fraction.
-CLUSTER_FEATURES = 2
-#: Running-job counts are normalised against this many jobs per node.
-JOBS_PER_NODE_NORM = 8.0
-QUEUE_NORM = 100.0
 
 
 @dataclass(frozen=True)
@@ -35,11 +23,14 @@ class PlacementConfig:
         cluster: Cluster preset (heterogeneous by default, so GPU types matter).
         reward_scale_s: Reward = -(jobs in system) * dt / reward_scale_s.
         horizon_s: Truncate at this simulated time (None: never).
+        observation: ``"default"`` or ``"scale_free"`` (fields that do not depend on
+            the cluster size, queue length or load: :mod:`cluster_envs.envs.scale_free`).
     """
 
     cluster: str = "hetero-small"
     reward_scale_s: float = 3600.0
     horizon_s: float | None = None
+    observation: str = "default"
 
     def __post_init__(self) -> None:
         if not self.reward_scale_s > 0:
@@ -88,12 +79,14 @@ class JobPlacementEnv(ClusterEnvBase):
     ``info["num_invalid_actions"]`` (never a crash).
 
     ## Observation Space
-    Flat ``Box(0, 1, float32)``. Per node (``num_nodes`` x 6): free GPU fraction, GPUs of
-    the current job already put there (over its request), GPU speed (over the fastest
-    type), node size (over the largest), distributed jobs using the node, jobs on the
-    node (over 8). Current job: GPUs left to place and requested (over the largest node
-    x 4), estimated runtime packed on the fastest type (prior length; log time), model
-    one-hot. Cluster: queue length (log), free GPU fraction.
+    Flat ``Box(0, 1, float32)`` from
+    :class:`cluster_envs.envs.placement_features.PlacementEncoder` (``encoder.describe()``
+    names every index). Per node (``num_nodes`` x 6): free GPU fraction, GPUs of the
+    current job already put there (over its request), GPU speed (over the fastest type),
+    node size (over the largest), distributed jobs using the node, jobs on the node (over
+    8). Current job: GPUs left to place and requested (over the largest node x 4),
+    estimated runtime packed on the fastest type (prior length; log time), model one-hot.
+    Cluster: queue length (log), free GPU fraction.
 
     ## Rewards
     ``-(jobs in system) * dt / reward_scale_s`` over the simulated time each step
@@ -119,12 +112,8 @@ class JobPlacementEnv(ClusterEnvBase):
         self.config = config
         n = self.cluster.num_nodes
         self.action_space = spaces.Discrete(n)
-        size = n * NODE_FEATURES + JOB_FEATURES + CLUSTER_FEATURES
-        self.observation_space = spaces.Box(0.0, 1.0, shape=(size,), dtype=np.float32)
-        from cluster_envs.config import GPU_SPEED
-
-        self._node_speed_norm = None
-        self._fastest = max(GPU_SPEED[g.gpu_type] for g in self.cluster.node_groups)
+        self.encoder = placement_encoder(config, self.cluster)
+        self.observation_space = self.encoder.space
         self._tentative = np.zeros(n, dtype=np.int64)
         self._plan: list[int] = []
         self.num_invalid_actions = 0
@@ -222,39 +211,8 @@ class JobPlacementEnv(ClusterEnvBase):
 
     def _get_obs(self) -> np.ndarray:
         sim = self.sim
-        inv = sim.inventory
-        obs = np.zeros(self.observation_space.shape[0], dtype=np.float32)
-        n = inv.num_nodes
-        if sim.done or not sim.queue:
-            return obs
-        head = self._head()
-        spec = sim.jobs[head]
-        big = float(inv.total.max())
-        nodes = np.zeros((n, NODE_FEATURES), dtype=np.float32)
-        nodes[:, 0] = (inv.free - self._tentative) / inv.total
-        nodes[:, 1] = self._tentative / spec.num_gpus
-        nodes[:, 2] = inv.speed / self._fastest
-        nodes[:, 3] = inv.total / big
-        contention = sim.contention
-        if contention.enabled:
-            nodes[:, 4] = np.minimum(np.asarray(contention.distributed_on) / JOBS_PER_NODE_NORM, 1)
-            crowd = np.array([len(s) for s in contention.jobs_on], dtype=np.float32)
-            nodes[:, 5] = np.minimum(crowd / JOBS_PER_NODE_NORM, 1.0)
-        obs[: n * NODE_FEATURES] = nodes.ravel()
-        c = n * NODE_FEATURES
-        left = spec.num_gpus - int(self._tentative.sum())
-        obs[c] = min(left / (4 * big), 1.0)
-        obs[c + 1] = min(spec.num_gpus / (4 * big), 1.0)
-        rate = spec.speed.throughput(
-            packed_shape(spec.num_gpus, int(big)), self._fastest, inv.network_speed
-        )
-        obs[c + 2] = norm_time(sim.estimator.estimate(head).remaining_iterations / rate)
-        model = spec.model if spec.model in zoo.ZOO_MODELS else "other"
-        obs[c + 3 + MODEL_NAMES.index(model)] = 1.0
-        c += JOB_FEATURES
-        obs[c] = min(np.log1p(len(sim.queue)) / np.log1p(QUEUE_NORM), 1.0)
-        obs[c + 1] = inv.num_free / inv.num_gpus
-        return obs
+        head = None if sim.done or not sim.queue else self._head()
+        return self.encoder.encode(sim, head, self._tentative)
 
     def _info(self, reward: float, invalid: bool) -> dict[str, Any]:
         return {

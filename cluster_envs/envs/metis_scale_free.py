@@ -1,0 +1,159 @@
+"""MetisAllocation, scale-free (``observation="scale_free"``; see :mod:`.scale_free`).
+
+The slot fields are the default ones (:func:`~cluster_envs.envs.metis_features.slot_names`)
+with every scale replaced: GPU counts in nodes, durations relative to ``tau`` (the median
+estimated remaining runtime on one GPU of the jobs in the system), attained service in
+GPU-``tau`` units and the quality gain **per hour** at n GPUs instead of per slice, so no
+field depends on the slice length, the cluster size or the slot count. The cluster fields
+are ``time_scale``, free and pending-free fractions, jobs in the system per GPU (squashed),
+the fraction of them waiting beyond the slots, running jobs per GPU, the mean estimated
+quality and the elapsed time (rel. tau). The ``job_features`` ablations apply as in the
+default observation (same fields, scale-free names).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from cluster_envs.config import ClusterConfig
+from cluster_envs.envs.layout import ObsLayout
+from cluster_envs.envs.metis_features import (
+    FEATURE_GPUS,
+    JOB_FEATURE_ABLATIONS,
+    MAX_EFFICIENCY,
+    OBS_NORM,
+    MetisEncoder,
+    slot_names,
+)
+from cluster_envs.envs.normalise import model_index, norm_time, prior_curve_features, squash
+from cluster_envs.envs.scale_free import in_nodes, make_encoder, median_runtime_s, rel
+from cluster_envs.sim.quality import curve_integral
+
+if TYPE_CHECKING:
+    from cluster_envs.sim.engine import Simulator
+
+#: Quality gains are shown over this much time (s): one hour.
+GAIN_HORIZON_S = 3600.0
+GAIN = "quality_gain@"
+GAIN_PER_HOUR = "quality_gain_per_hour@"
+CLUSTER_FIELDS = (
+    "time_scale",
+    "free_gpu_fraction",
+    "pending_free_fraction",
+    "jobs_in_system_per_gpu",
+    "waiting_beyond_slots_fraction",
+    "running_jobs_per_gpu",
+    "mean_est_quality",
+    "elapsed",
+)
+
+
+def scale_free_slot_names() -> list[str]:
+    """Names of the per-slot fields (the default ones, gains per hour)."""
+    return [n.replace(GAIN, GAIN_PER_HOUR) for n in slot_names()]
+
+
+class ScaleFreeMetisEncoder(MetisEncoder):
+    """MetisAllocation, scale-free (see the module docstring; :meth:`describe`)."""
+
+    def __init__(
+        self,
+        num_slots: int,
+        max_gpus: int,
+        cluster: ClusterConfig,
+        slice_s: float,
+        job_features: str = "fitted",
+    ) -> None:
+        super().__init__(num_slots, max_gpus, cluster, slice_s, job_features)
+        self.node_gpus = float(cluster.max_gpus_per_node)
+        self.layout = ObsLayout(tuple(scale_free_slot_names()), num_slots, CLUSTER_FIELDS)
+        self.size, self.space = self.layout.size, self.layout.space()
+        zeroed = JOB_FEATURE_ABLATIONS[job_features][1]
+        self._keep = self.layout.slot_mask(n.replace(GAIN, GAIN_PER_HOUR) for n in zeroed)
+        self._tau = 0.0
+
+    def time_scale(self, sim: Simulator) -> float:
+        """``tau`` (s): median estimated remaining time on one GPU, jobs in the system."""
+        ids = np.array([*sim.queue, *sim.active], dtype=np.int64)
+        if not len(ids):
+            return median_runtime_s(np.zeros(0), np.zeros(0))
+        rates = np.array([self.profile(sim, int(j)).rate(1) for j in ids])
+        return median_runtime_s(sim.estimator.remaining_many(ids), rates)
+
+    def encode_slot(self, sim: Simulator, j: int, pending: int) -> np.ndarray:
+        """The features of job ``j`` with ``pending`` GPUs tentatively allocated."""
+        spec, state, tau = sim.jobs[j], int(sim.state[j]), self._tau
+        est = sim.estimator.estimate(j)
+        total, remaining, fit = (
+            max(est.total_iterations, 1e-9),
+            est.remaining_iterations,
+            est.fitted,
+        )
+        if self.job_features == "oracle":  # ablation only: the hidden truth
+            total = spec.total_iterations
+            remaining = max(total - sim.iterations_done(j), 0.0)
+            fit = spec.loss_curve
+        frac = min(sim.iterations_done(j) / total, 1.0)
+        curve, prof = curve_integral(spec.model), self.profile(sim, j)
+        q_now = curve.quality(frac)
+        if fit is not None:
+            curve_feats = (1.0, squash(fit.b0 * total), squash(fit.b1), squash(fit.b2))
+        else:
+            curve_feats = (0.0, *prior_curve_features(spec.model))
+        node = self.node_gpus
+        t1 = prof.iteration_time(1)
+        step = GAIN_HORIZON_S / total
+        row = [
+            1.0, state == 1, state == 2, state == 3,
+            in_nodes(float(sim.num_gpus_held[j]), node), in_nodes(pending, node),
+            in_nodes(spec.num_gpus, node), in_nodes(spec.min_gpus, node),
+            in_nodes(spec.max_gpus, node),
+            rel(sim.now_s - spec.submit_time_s, tau), frac, q_now,
+            rel(remaining / prof.rate(1), tau),
+            squash(float(sim.attained_gpu_s[j]) / (tau * node)),
+            *curve_feats, squash(est.num_observations / OBS_NORM),
+            *(squash(x / t1) for x in prof.theta),
+            *(min(prof.efficiency(n), MAX_EFFICIENCY) / MAX_EFFICIENCY for n in FEATURE_GPUS),
+            *(curve.quality(frac + prof.rate(n) * step) - q_now if n <= spec.max_gpus else 0.0
+              for n in FEATURE_GPUS),
+        ]  # fmt: skip
+        out = np.zeros(self.layout.slot_size, dtype=np.float32)
+        out[: len(row)] = row
+        out[len(row) + model_index(spec.model)] = 1.0
+        return out * self._keep
+
+    def encode(self, sim: Simulator, slots: list[int | None], pending: np.ndarray) -> np.ndarray:
+        """The observation: every slot (``None`` = empty), then the cluster."""
+        self._tau = self.time_scale(sim)
+        obs = np.zeros(self.layout.size, dtype=np.float32)
+        rows, _ = self.layout.split(obs)
+        quality = self.layout.slot_index("est_quality")
+        quality_sum, present = 0.0, 0
+        for k, j in enumerate(slots):
+            if j is None:
+                continue
+            rows[k] = self.encode_slot(sim, j, int(pending[k]))
+            quality_sum += float(rows[k, quality])
+            present += 1
+        inv, c = sim.inventory, self.layout.global_offset
+        in_system = len(sim.queue) + len(sim.active)
+        obs[c] = norm_time(self._tau)
+        obs[c + 1] = inv.num_free / inv.num_gpus
+        obs[c + 2] = max(inv.num_gpus - float(pending.sum()), 0.0) / inv.num_gpus
+        obs[c + 3] = squash(in_system / inv.num_gpus)
+        obs[c + 4] = max(in_system - present, 0) / in_system if in_system else 0.0
+        obs[c + 5] = min(len(sim.active) / inv.num_gpus, 1.0)
+        obs[c + 6] = quality_sum / present if present else 0.0
+        obs[c + 7] = rel(sim.now_s, self._tau)
+        return obs
+
+
+def metis_encoder(config: object, max_gpus: int, cluster: ClusterConfig) -> MetisEncoder:
+    """The MetisAllocation encoder ``config.observation`` names (``config``: MetisConfig)."""
+    args = (config.num_slots, max_gpus, cluster, config.time_slice_s)  # type: ignore[attr-defined]
+    kw = {"job_features": config.job_features}  # type: ignore[attr-defined]
+    return make_encoder(
+        config, lambda: MetisEncoder(*args, **kw), lambda: ScaleFreeMetisEncoder(*args, **kw)
+    )
