@@ -42,11 +42,25 @@ SWF_FIELDS = (
 SWF_CANCELLED = 5
 #: Timestamp format of the Philly CSV.
 PHILLY_TIME_FORMAT = "%Y-%m-%d %H:%M:%S"
+#: Largest job duration accepted, s (about 3.2 years; the longest Philly job ran ~60 days).
+MAX_DURATION_S = 1e8
+#: Largest submit time accepted, s after the trace's start (about 32 years).
+MAX_SUBMIT_TIME_S = 1e9
+#: Largest GPU (or processor) count of one job.
+MAX_GPUS_PER_JOB = 100_000
+#: Largest global batch size accepted (the zoo profiles up to tens of thousands).
+MAX_BATCH_SIZE = 1_000_000
 
 
 def _gpu_counts(table: Table, column: str) -> np.ndarray:
     counts = table.numbers(column, integer=True)
     table.check(counts >= 1, column, ">= 1", problem="no GPUs")
+    table.check(
+        counts <= MAX_GPUS_PER_JOB,
+        column,
+        f"<= {MAX_GPUS_PER_JOB:,} (MAX_GPUS_PER_JOB)",
+        problem="too many GPUs",
+    )
     return counts
 
 
@@ -54,13 +68,29 @@ def _durations(table: Table, column: str) -> np.ndarray:
     durations = table.numbers(column)
     table.check(durations >= 0, column, "> 0 s", problem="negative duration")
     table.check(durations > 0, column, "> 0 s", problem="zero duration")
+    table.check(
+        durations <= MAX_DURATION_S,
+        column,
+        f"<= {MAX_DURATION_S:.0e} s (MAX_DURATION_S)",
+        problem="duration too long",
+    )
     return durations
 
 
 def _submit_times(table: Table, column: str) -> np.ndarray:
     times = table.numbers(column)
     table.check(times >= 0, column, ">= 0 s", problem="negative submit time")
+    _check_submit_limit(table, column, times)
     return times
+
+
+def _check_submit_limit(table: Table, column: str, times: np.ndarray) -> None:
+    table.check(
+        times <= MAX_SUBMIT_TIME_S,
+        column,
+        f"<= {MAX_SUBMIT_TIME_S:.0e} s (MAX_SUBMIT_TIME_S)",
+        problem="submit time too late",
+    )
 
 
 def _check_models(table: Table, column: str, allowed: tuple[str, ...]) -> None:
@@ -93,7 +123,7 @@ def parse_canonical(path: str | os.PathLike[str]) -> list[TraceRecord]:
     if models is not None:
         _check_models(table, "model", zoo.ZOO_MODELS + (HPC_MODEL,))
     users = table.text("user") if "user" in table.columns else None
-    names = table.text("job_id")
+    names = table.check_ids("job_id")
     return [
         TraceRecord(
             name=str(names[i]),
@@ -165,6 +195,12 @@ def parse_pollux(path: str | os.PathLike[str]) -> list[TraceRecord]:
     gpus = _gpu_counts(table, "num_replicas")
     batches = table.numbers("batch_size", integer=True)
     table.check(batches >= 1, "batch_size", ">= 1", problem="bad batch size")
+    table.check(
+        batches <= MAX_BATCH_SIZE,
+        "batch_size",
+        f"<= {MAX_BATCH_SIZE:,} (MAX_BATCH_SIZE)",
+        problem="batch size too large",
+    )
     _check_models(table, "application", zoo.ZOO_MODELS)
     apps = table.text("application")
     table.check(apps != "", "application", "a model name", problem="missing model")
@@ -177,7 +213,7 @@ def parse_pollux(path: str | os.PathLike[str]) -> list[TraceRecord]:
             except (ValueError, KeyError) as err:
                 raise table.fail(row, f"{pair[0]} at batch_size {pair[1]}: {err}") from None
             checked.add(pair)
-    names = table.text("name")
+    names = table.check_ids("name")
     return [
         TraceRecord(
             name=str(names[i]),
@@ -210,9 +246,23 @@ def parse_swf(path: str | os.PathLike[str]) -> list[TraceRecord]:
     if not keep.any():
         raise TraceFormatError(table.path, None, "no job with a run time > 0 and processors > 0")
     table.check(~keep | (submit >= 0), "submit", ">= 0 s", problem="negative submit time")
+    _check_submit_limit(table, "submit", np.where(keep, submit, 0.0))
+    too_long = keep & (run_time > MAX_DURATION_S)
+    table.check(
+        ~too_long,
+        "run_time",
+        f"<= {MAX_DURATION_S:.0e} s (MAX_DURATION_S)",
+        problem="duration too long",
+    )
+    table.check(
+        ~keep | (procs <= MAX_GPUS_PER_JOB),
+        "procs",
+        f"<= {MAX_GPUS_PER_JOB:,} (MAX_GPUS_PER_JOB)",
+        problem="too many processors",
+    )
     rows = np.flatnonzero(keep)
     start = submit[rows].min()
-    names, users = table.text("job"), table.text("user")
+    names, users = table.check_ids("job"), table.text("user")
     return [
         TraceRecord(
             name=str(names[row]),

@@ -71,6 +71,23 @@ class Table:
             return values.astype(np.int64)
         return values
 
+    def check_ids(self, name: str) -> np.ndarray:
+        """Column ``name`` as job ids: none empty, none repeated (both lines named)."""
+        ids = self.text(name)
+        empty = ids == ""
+        if empty.any():
+            raise self.fail(int(np.argmax(empty)), f"empty job id in column {name!r}")
+        first_row: dict[str, int] = {}
+        for row, value in enumerate(ids.tolist()):
+            seen = first_row.setdefault(value, row)
+            if seen != row:
+                raise self.fail(
+                    row,
+                    f"duplicate job id {value!r} in column {name!r} "
+                    f"(also on line {int(self.lines[seen])})",
+                )
+        return ids
+
     def check(self, ok: np.ndarray, name: str, expected: str, problem: str = "") -> None:
         """Raise on the first row where ``ok`` is False.
 
@@ -99,8 +116,8 @@ def read_csv_table(path: str | os.PathLike[str]) -> Table:
     surrounding double quotes and spaces are removed.
 
     Raises:
-        TraceFormatError: Empty file, duplicate column names, or a row whose number of
-            fields differs from the header's.
+        TraceFormatError: Empty or header-only file, duplicate column names, or a row
+            whose number of fields differs from the header's.
     """
     path = str(path)
     rows: list[list[str]] = []
@@ -123,6 +140,8 @@ def read_csv_table(path: str | os.PathLike[str]) -> Table:
         numbers.append(number)
     if header is None:
         raise TraceFormatError(path, 1, "empty file: expected a header line")
+    if not rows:
+        raise TraceFormatError(path, 1, "header only: the file has no job lines")
     duplicates = sorted({name for name in header if header.count(name) > 1})
     if duplicates:
         raise TraceFormatError(path, 1, f"duplicate column {duplicates[0]!r} in the header")
