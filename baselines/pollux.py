@@ -17,9 +17,9 @@ Search: the artifact runs a genetic algorithm (pymoo, 100 x 100 candidates per r
 here a deterministic **greedy marginal-gain allocator** over GPU counts -- each step
 gives the GPUs to the job (and jump size, which crosses the non-concave step to a
 second node and the restart penalty) with the largest gain of the power-mean objective
-per GPU -- followed by the shared consolidated placement of
-:mod:`cluster_envs.envs.projection` (which keeps distributed jobs off each other's
-nodes where it can: Pollux's interference avoidance). Greedy is exact for concave
+per GPU -- followed by re-placing every job whose count changed, consolidated
+(:mod:`baselines.repack`; distributed jobs rarely share a node: Pollux's interference
+avoidance). Greedy is exact for concave
 per-job utilities, costs O(GPUs x jobs x max count) numpy work per round (milliseconds
 instead of the GA's seconds) and is reproducible without a seed.
 
@@ -37,7 +37,8 @@ from collections.abc import Mapping
 import numpy as np
 
 from baselines.allocation import AllocationPolicy, Requests
-from cluster_envs.envs.projection import DEFAULT_NUM_SLOTS, AllocationState, plan_allocation
+from baselines.repack import repack_decision
+from cluster_envs.envs.projection import DEFAULT_NUM_SLOTS, AllocationState
 from cluster_envs.errors import ConfigError
 from cluster_envs.perf.goodput import GoodputSpeed
 from cluster_envs.sim.view import ClusterView, JobStatus
@@ -184,7 +185,7 @@ class PolluxAllocator(AllocationPolicy):
         if fresh:
             self._requests = self.requests(view, state)
             self._time_s = view.time_s
-        decision = plan_allocation(state, state.project(self._requests))
+        decision = repack_decision(state, state.project(self._requests))
         return self._with_batches(view, state, decision, fresh)
 
     def _with_batches(
