@@ -26,10 +26,10 @@ from baselines.allocation import AllocationPolicy, Requests
 from baselines.repack import repack_decision
 from baselines.tiresias import TiresiasScheduler
 from cluster_envs.envs.projection import DEFAULT_NUM_SLOTS, AllocationState
-from cluster_envs.types import NO_DECISION, Decision
 from cluster_envs.perf import zoo
 from cluster_envs.perf.speed import packed_shape
 from cluster_envs.sim.view import ClusterView, JobStatus
+from cluster_envs.types import NO_DECISION, Decision
 
 #: The artifact's Tiresias queue threshold: 16 GPU-hours (GPU-seconds).
 ARTIFACT_TIRESIAS_THRESHOLD_GPU_S = 16 * 3600.0
