@@ -88,7 +88,9 @@ def test_speed_model_and_errors() -> None:
     good = get_goodput_model("cifar10")
     speed = GoodputSpeed(good, 128)
     assert speed.throughput((1,)) == pytest.approx(good.goodput((1,), 128, 0.0))
-    assert speed.goodput_rate((4,), 1.0, 1.0, 512, 0.5) > speed.goodput_rate((4,), 1.0, 1.0, 128, 0.5)
+    assert speed.goodput_rate((4,), 1.0, 1.0, 512, 0.5) > speed.goodput_rate(
+        (4,), 1.0, 1.0, 128, 0.5
+    )
     with pytest.raises(ConfigError, match="did you mean 'cifar10'"):
         get_goodput_model("cifar")
     with pytest.raises(ConfigError, match="batch size"):
