@@ -140,10 +140,15 @@ class Allocate:
     malleable job pays the rescale cost; other kinds are rejected). An empty placement
     for a running job is a preemption: the job keeps its progress and returns to the
     queue.
+
+    ``batch_size`` (optional) sets the job's global batch size from now on (adaptive-batch
+    jobs, :class:`~cluster_envs.perf.goodput.GoodputSpeed`); changing only the batch of a
+    running job costs no restart. ``None`` keeps the current batch.
     """
 
     job_id: int
     placement: Placement
+    batch_size: int | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -40,6 +40,10 @@ POLICIES: dict[str, Factory | str] = {
     "fifo-rigid": "baselines.allocation:RigidFifoAllocator",
     "random-alloc": "baselines.allocation:RandomAllocator",
     "tiresias": "baselines.tiresias:TiresiasScheduler",
+    # Pollux (OSDI'21) and its artifact's baselines (baselines/pollux*.py).
+    "pollux": "baselines.pollux:PolluxAllocator",
+    "optimus-oracle": "baselines.pollux_artifact:OptimusOracleAllocator",
+    "tiresias-artifact": "baselines.pollux_artifact:tiresias_artifact",
     # FIFO + Bayesian-optimisation placement (baselines/placement/online.py).
     "bo-gp-ei": "baselines.placement.online:bo_gp_ei",
     "bo-gp-pi": "baselines.placement.online:bo_gp_pi",

@@ -81,6 +81,8 @@ def _validate(sim: Simulator, decision: Decision) -> None:
             continue
         if not isinstance(action, Allocate):
             raise InfeasibleDecisionError(f"unknown action {action!r}")
+        if action.batch_size is not None and not int(action.batch_size) >= 1:
+            raise _fail(j, f"batch_size must be >= 1, got {action.batch_size}")
         if j in active:
             if sim.jobs[j].kind is not JobKind.MALLEABLE:
                 if tuple(sorted(action.placement)) == sim.placement[j]:
@@ -109,6 +111,8 @@ def apply_decision(sim: Simulator, decision: Decision) -> int:
             changed += 1
             continue
         placement = tuple(sorted((int(n), int(g)) for n, g in action.placement))
+        if action.batch_size is not None:
+            _set_batch(sim, j, action.batch_size, placement)
         if j in sim.active:
             if placement == sim.placement[j]:
                 continue
@@ -121,3 +125,11 @@ def apply_decision(sim: Simulator, decision: Decision) -> int:
             sim._start(j, placement, cost)
         changed += 1
     return changed
+
+
+def _set_batch(sim: Simulator, j: int, batch_size: int, placement: Placement) -> None:
+    """Adopt ``batch_size``; a running job keeping its GPUs re-rates now (no restart)."""
+    sim._sync_progress(j)
+    sim.batch_size[j] = int(batch_size)
+    if j in sim.active and placement == sim.placement[j] and sim.state[j] == JobState.RUNNING:
+        sim._set_rate(j, sim._rate_of(j, placement))

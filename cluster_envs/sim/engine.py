@@ -67,6 +67,7 @@ class Simulator:
         self.finish_s = np.full(n, np.nan)
         self.attained_gpu_s = np.zeros(n)
         self.num_restarts = np.zeros(n, dtype=np.int64)
+        self.batch_size = np.array([job.batch_size for job in self.jobs], dtype=np.int64)
         self.placement: list[Placement] = [()] * n
         self.num_gpus_held = np.zeros(n, dtype=np.int64)
         self.held_since_s = np.zeros(n)
@@ -213,6 +214,9 @@ class Simulator:
         compute = speed / compute_div
         network = self.inventory.network_speed / network_div
         spec = self.jobs[j]
+        if hasattr(spec.speed, "goodput_rate"):  # adaptive batch: rate = goodput now
+            done = float(self.progress[j] / spec.total_iterations)
+            return spec.speed.goodput_rate(shape, compute, network, int(self.batch_size[j]), done)
         key = (id(spec.speed), shape, compute, network)
         rate = self._rate_cache.get(key)
         if rate is None:

@@ -14,6 +14,9 @@ file it came from:
   speed model.
 * **Model + batch records without duration** (Pollux workloads): ``total_iterations =
   iterations_to_complete(model, batch_size)`` -- the model's full number of epochs.
+* **Adaptive-batch records** (``adaptive_batch=True``, Pollux's artifact semantics): the
+  work is the model's total statistical progress and the speed is goodput
+  (:mod:`cluster_envs.perf.goodput`), so the scheduler's batch choice changes the rate.
 * **HPC records** (SWF, model ``"hpc"``): speed ``SpeedupThroughput(rate_1=1,
   Downey(A, sigma))`` with per-job parameters drawn from the seeded RNG (see
   :func:`draw_downey`); work from the duration as above; no loss curve.
@@ -44,6 +47,7 @@ import numpy as np
 from cluster_envs.config import GPU_SPEED, suggest
 from cluster_envs.errors import ConfigError
 from cluster_envs.perf import zoo
+from cluster_envs.perf.goodput import GoodputSpeed, get_goodput_model
 from cluster_envs.perf.speed import SpeedModel, SpeedupThroughput, packed_shape
 from cluster_envs.perf.speedup import Downey
 from cluster_envs.types import JobKind, JobSpec, LossCurveParams
@@ -97,6 +101,10 @@ class JobOptions:
         max_gpus_cap: Largest GPU count of moldable/malleable jobs (a job that asked
             for more may use up to its request).
         batch_sizes: Batch-size rule for records without one (see the module docstring).
+        adaptive_batch: Pollux-artifact jobs whose batch size the scheduler may change:
+            work is the model's total statistical progress (all its epochs) and the
+            speed a :class:`~cluster_envs.perf.goodput.GoodputSpeed` (rate = goodput at
+            the batch the scheduler sets, starting from the model's initial batch).
     """
 
     kind: JobKind | str = JobKind.RIGID
@@ -106,6 +114,7 @@ class JobOptions:
     min_gpus: int = 1
     max_gpus_cap: int = 16
     batch_sizes: str = "scaled"
+    adaptive_batch: bool = False
 
     def __post_init__(self) -> None:
         if self.batch_sizes not in BATCH_RULES:
@@ -222,6 +231,8 @@ class JobFactory:
                 f"record {record.name!r}: unknown model {model!r}{suggest(model, zoo.ZOO_MODELS)}"
             )
         batch = record.batch_size or self._batch(model, record.num_gpus)
+        if opts.adaptive_batch:
+            return self._make_adaptive(record, job_id, model)
         if record.duration_s is None:
             total = zoo.iterations_to_complete(model, batch)
         else:
@@ -270,6 +281,30 @@ class JobFactory:
             batch_size=HPC_BATCH_SIZE,
             total_iterations=record.duration_s * rate,
             speed=speed,
+            user=record.user,
+            recorded_duration_s=record.duration_s,
+        )
+
+    def _make_adaptive(self, record: TraceRecord, job_id: int, model: str) -> JobSpec:
+        """An adaptive-batch job (``JobOptions.adaptive_batch``), measured in progress."""
+        good = get_goodput_model(model)
+        total = good.total_progress
+        curve, target = self._curve(model, total)
+        low, high = self.options.gpu_range(record.num_gpus)
+        return JobSpec(
+            job_id=job_id,
+            name=record.name or f"{model}-{job_id}",
+            submit_time_s=record.submit_time_s,
+            model=model,
+            num_gpus=record.num_gpus,
+            min_gpus=low,
+            max_gpus=high,
+            kind=self.options.kind,  # type: ignore[arg-type]
+            batch_size=good.init_batch_size,
+            total_iterations=total,
+            speed=GoodputSpeed(good, good.init_batch_size),
+            loss_curve=curve,
+            target_loss=target,
             user=record.user,
             recorded_duration_s=record.duration_s,
         )

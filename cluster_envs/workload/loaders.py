@@ -228,6 +228,7 @@ def load_workload(
     min_gpus: int = 1,
     max_gpus_cap: int = 16,
     batch_sizes: str = "scaled",
+    adaptive_batch: bool = False,
 ) -> Workload:
     """Load a trace file (format detected or given) or a named preset.
 
@@ -249,6 +250,9 @@ def load_workload(
         max_gpus_cap: Largest GPU count of moldable/malleable jobs.
         batch_sizes: Batch sizes of jobs whose record gives none: ``"scaled"`` (weak
             scaling with the recorded GPUs), ``"default"`` or ``"sampled"``.
+        adaptive_batch: Pollux's artifact semantics for model records: the work is the
+            model's total statistical progress and the rate is goodput at the batch the
+            scheduler picks (``Allocate.batch_size``; :mod:`cluster_envs.perf.goodput`).
 
     Raises:
         TraceFormatError: A malformed file (``file:line: reason``).
@@ -266,6 +270,7 @@ def load_workload(
         "min_gpus": min_gpus,
         "max_gpus_cap": max_gpus_cap,
         "batch_sizes": batch_sizes,
+        "adaptive_batch": adaptive_batch,
     }
     target = os.fspath(path_or_preset)
     if format is not None and format not in FORMATS:

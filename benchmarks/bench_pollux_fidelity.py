@@ -1,0 +1,167 @@
+"""Fidelity to Pollux's artifact simulator: Tiresias, Optimus+Oracle and Pollux.
+
+Runs our ``tiresias-artifact``, ``optimus-oracle`` and ``pollux`` on the artifact's
+eight 160-job workloads (``pollux-1`` .. ``pollux-8``, the artifact's
+``simulator/workloads/``) on its testbed (16 x 4 T4, 60 s rounds, 30 s per
+reallocation), with the artifact's job semantics: Tiresias jobs rigid at their
+requested GPUs and batch, Optimus+Oracle jobs malleable at their fixed batch (length =
+the model's full epochs at that batch), Pollux jobs malleable with adaptive batch
+(length = total statistical progress, rate = goodput; ``adaptive_batch=True``).
+
+Reference numbers: the artifact's published per-job completion times,
+``simulator/results-jobload/{tiresias,optimus,pollux}-{0.5,1.0,1.5,2.0}/summary.json``
+on branch ``osdi21-artifact`` of github.com/petuum/adaptdl (commit c793c708),
+averaged per workload here. Given ``--artifact-dir`` (a folder holding those files as
+``<policy>-<load>.json``), the benchmark compares; ``--loads 0.5,1.5,2.0`` also runs
+the artifact's other job loads (``--load-dir``: the artifact's ``workloads-<load>``
+folders, e.g. ``../shared/data/pollux_adaptdl``), on the first ``--load-workloads``
+workloads of each.
+
+Usage::
+
+    python benchmarks/bench_pollux_fidelity.py --artifact-dir /tmp/pollux_art \\
+        --load-dir ../shared/data/pollux_adaptdl --loads 1.0,0.5,1.5,2.0
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from pathlib import Path
+
+import numpy as np
+
+from cluster_envs.policies.registry import make_policy
+from cluster_envs.runner import run_episode
+from cluster_envs.workload.loaders import load_workload
+
+REPO = Path(__file__).resolve().parents[1]
+OUT = REPO / "benchmarks" / "results" / "pollux_fidelity"
+#: Ours -> the artifact's policy name.
+POLICIES = {"tiresias-artifact": "tiresias", "optimus-oracle": "optimus", "pollux": "pollux"}
+#: Artifact testbed settings.
+CONFIG = {"time_slice_s": 60.0, "rescale_cost_s": 30.0, "restart_cost_s": 30.0}
+SLOTS = 100_000
+MAX_GPUS = 64
+
+
+def load(source: str, policy: str):
+    """The workload with the artifact's job semantics for ``policy``."""
+    if policy == "tiresias-artifact":
+        return load_workload(source, kind="rigid")
+    return load_workload(
+        source, kind="malleable", max_gpus_cap=MAX_GPUS, adaptive_batch=policy == "pollux"
+    )
+
+
+def run_one(source: str, policy: str) -> tuple[float, float]:
+    """``(avg JCT s, wall s)`` of one run."""
+    wl = load(source, policy)
+    start = time.perf_counter()
+    result = run_episode(wl, make_policy(policy, num_slots=SLOTS), "pollux-testbed", CONFIG, 0)
+    wall = time.perf_counter() - start
+    if result.metrics["num_unfinished"]:
+        raise RuntimeError(f"{policy} on {source}: {result.metrics['num_unfinished']} unfinished")
+    return float(result.metrics["avg_jct_s"]), wall
+
+
+def artifact_means(folder: Path | None, policy: str, load: str) -> dict[str, float]:
+    """The artifact's average JCT per workload (``workload-N`` -> s), if available."""
+    if folder is None:
+        return {}
+    path = folder / f"{policy}-{load}.json"
+    if not path.is_file():
+        return {}
+    jcts = json.loads(path.read_text())["jcts"]
+    return {w: float(np.mean(list(v.values()))) for w, v in jcts.items()}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--artifact-dir", type=Path, default=None)
+    parser.add_argument("--load-dir", type=Path, default=None)
+    parser.add_argument("--loads", default="1.0")
+    parser.add_argument("--load-workloads", type=int, default=2)
+    parser.add_argument("--workloads", default="1-8")
+    args = parser.parse_args(argv)
+    lo, _, hi = args.workloads.partition("-")
+    numbers = list(range(int(lo), int(hi or lo) + 1))
+    rows = []
+    for load_factor in args.loads.split(","):
+        for n in numbers if load_factor == "1.0" else numbers[: args.load_workloads]:
+            if load_factor == "1.0":
+                source = f"pollux-{n}"
+            elif args.load_dir is None:
+                continue
+            else:
+                source = str(args.load_dir / f"workloads-{load_factor}" / f"workload-{n}.csv")
+            for ours, theirs in POLICIES.items():
+                jct, wall = run_one(source, ours)
+                ref = artifact_means(args.artifact_dir, theirs, load_factor).get(f"workload-{n}")
+                rows.append(
+                    {
+                        "load": load_factor,
+                        "workload": n,
+                        "policy": ours,
+                        "avg_jct_s": jct,
+                        "artifact_avg_jct_s": ref,
+                        "ratio": None if ref is None else jct / ref,
+                        "wall_s": wall,
+                    }
+                )
+                print(json.dumps(rows[-1]), flush=True)
+    OUT.parent.mkdir(parents=True, exist_ok=True)
+    OUT.with_suffix(".json").write_text(json.dumps({"config": CONFIG, "rows": rows}, indent=1))
+    OUT.with_suffix(".md").write_text(report(rows, argv))
+    return 0
+
+
+def report(rows: list[dict], argv: list[str] | None) -> str:
+    """Markdown tables: per-workload ratios, ratio of means, rankings, wall time."""
+    lines = ["# Fidelity to Pollux's artifact simulator", ""]
+    for load_factor in dict.fromkeys(r["load"] for r in rows):
+        sub = [r for r in rows if r["load"] == load_factor]
+        lines += [
+            f"## Job load {load_factor}",
+            "",
+            "| workload | "
+            + " | ".join(f"{p} ours / artifact (ratio)" for p in POLICIES)
+            + " | ranking ours | ranking artifact |",
+            "|---|" + "---|" * (len(POLICIES) + 2),
+        ]
+        for n in dict.fromkeys(r["workload"] for r in sub):
+            by = {r["policy"]: r for r in sub if r["workload"] == n}
+            cells = [
+                f"{by[p]['avg_jct_s']:.0f} / "
+                + (
+                    "-"
+                    if by[p]["artifact_avg_jct_s"] is None
+                    else f"{by[p]['artifact_avg_jct_s']:.0f} ({by[p]['ratio']:.2f})"
+                )
+                for p in POLICIES
+            ]
+            ours = " < ".join(sorted(POLICIES, key=lambda p: by[p]["avg_jct_s"]))
+            ref = " < ".join(sorted(POLICIES, key=lambda p: by[p]["artifact_avg_jct_s"] or 0))
+            lines.append(f"| {n} | " + " | ".join(cells) + f" | {ours} | {ref} |")
+        lines.append("")
+        for p in POLICIES:
+            mine = [r for r in sub if r["policy"] == p]
+            ours_mean = np.mean([r["avg_jct_s"] for r in mine])
+            refs = [r["artifact_avg_jct_s"] for r in mine if r["artifact_avg_jct_s"]]
+            wall = sum(r["wall_s"] for r in mine)
+            ratio = f"{ours_mean / np.mean(refs):.3f}" if len(refs) == len(mine) else "-"
+            lines.append(
+                f"- {p}: mean avg JCT {ours_mean:.0f} s, ratio of means {ratio}, "
+                f"wall {wall:.1f} s for {len(mine)} runs"
+            )
+        lines.append("")
+    cmd = " ".join(argv) if argv else "(see module docstring)"
+    lines.append(f"Command: `python benchmarks/bench_pollux_fidelity.py {cmd}`")
+    return "\n".join(lines) + "\n"
+
+
+if __name__ == "__main__":
+    import sys
+
+    raise SystemExit(main(sys.argv[1:]))
