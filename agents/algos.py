@@ -91,7 +91,13 @@ def check_model_path(model_path: str | Path) -> Path:
     if not path.is_file() and path.with_suffix(".zip").is_file():
         path = path.with_suffix(".zip")
     if not path.is_file():
-        raise FileNotFoundError(f"model file {str(model_path)!r} does not exist")
+        why = ""
+        if path.name == "best_model.zip" and (path.parent / "last_model.zip").is_file():
+            why = (
+                "; the run saved no best model because it never evaluated (trained with "
+                "--eval-freq 0): use last_model.zip"
+            )
+        raise FileNotFoundError(f"model file {str(model_path)!r} does not exist{why}")
     return path
 
 

@@ -109,7 +109,7 @@ def _trial(config: dict[str, Any], sweep: dict[str, Any], out: str) -> None:
 
     from agents.evaluate import evaluate, resolve_model
     from agents.train import train
-    from cluster_envs.harness.grid import parse_seeds
+    from cluster_envs.seeds import parse_seeds
 
     trial_dir = Path(out) / "trials" / tune.get_context().get_trial_id()
     result = train(

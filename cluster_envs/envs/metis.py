@@ -15,7 +15,7 @@ from cluster_envs.envs.base import ClusterEnvBase
 from cluster_envs.envs.config import split_kwargs
 from cluster_envs.envs.episodes import SYNTHETIC_JOBS
 from cluster_envs.envs.metis_features import JOB_FEATURES, MetisEncoder
-from cluster_envs.envs.projection import (
+from cluster_envs.policies.projection import (
     DEFAULT_NUM_SLOTS,
     AllocationState,
     counts_after,
