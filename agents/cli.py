@@ -16,6 +16,8 @@ from typing import Any
 
 from cluster_envs.cli import Command, format_table, non_negative_int, positive_int
 from cluster_envs.cli_util import check_out_folder, heartbeat
+from cluster_envs.envs.registration import resolve_env_id
+from cluster_envs.names import unknown_name
 
 ALGO_NAMES = ("maskable_ppo", "ppo", "a2c", "dqn")
 DEFAULT_ENV = "cluster_envs/MoldableScheduling-v0"
@@ -68,11 +70,14 @@ def _argv(args: argparse.Namespace) -> list[str]:
 
 
 def _run_train(args: argparse.Namespace) -> int:
+    if args.algo not in ALGO_NAMES:  # checked before torch is imported: answers at once
+        raise unknown_name("algo", args.algo, ALGO_NAMES, listed="known")
+    resolve_env_id(args.env)
+    out = check_out_folder(args.out)
     from agents.envs import parse_env_kwargs
     from agents.imitation import PretrainSettings
     from agents.train import RunSpec, run_training
 
-    out = check_out_folder(args.out)
     spec = RunSpec(
         args.algo,
         args.env,

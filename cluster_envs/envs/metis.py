@@ -15,6 +15,8 @@ from cluster_envs.envs.base import ClusterEnvBase
 from cluster_envs.envs.config import split_kwargs
 from cluster_envs.envs.episodes import SYNTHETIC_JOBS
 from cluster_envs.envs.metis_features import JOB_FEATURES, MetisEncoder
+from cluster_envs.errors import ConfigError, InfeasibleDecisionError
+from cluster_envs.policies.base import SchedulingPolicy
 from cluster_envs.policies.projection import (
     DEFAULT_NUM_SLOTS,
     AllocationState,
@@ -22,8 +24,6 @@ from cluster_envs.policies.projection import (
     eligible_ids,
     plan_allocation,
 )
-from cluster_envs.errors import ConfigError, InfeasibleDecisionError
-from cluster_envs.policies.base import SchedulingPolicy
 from cluster_envs.policies.registry import make_policy
 from cluster_envs.sim.metrics import compute_metrics
 from cluster_envs.sim.quality import (
