@@ -107,44 +107,58 @@ def _check_envs(cells: list[Cell]) -> None:
 
 
 def _cells(args: argparse.Namespace, seeds: list[int]) -> tuple[list[Cell], dict[str, Any]]:
-    """The grid of ``--suite`` or of ``--env`` x ``--workload``/``--trace`` x ``--policies``."""
+    """The grid of ``--suite`` or of ``--env`` x ``--workload``/``--trace`` x ``--policies``.
+
+    Names are checked (with suggestions) before the simulator is imported, so a typo
+    answers at once.
+    """
+    described = _grid(args)
+    from cluster_envs.harness.grid import make_cells
+
+    cells: list[Cell] = []
+    for env_id, entry in described.items():
+        cells += make_cells([env_id], entry["workloads"], entry["policies"], seeds)
+    return cells, described
+
+
+def _grid(args: argparse.Namespace) -> dict[str, Any]:
+    """Env id -> its workloads (name -> env kwargs) and policies, every name checked."""
     from cluster_envs.envs.registration import resolve_env_id
-    from cluster_envs.harness.grid import check_actor_name, make_cells
     from cluster_envs.harness.suites import get_suite
+    from cluster_envs.policies.trained import check_actor_name
 
     if args.suite is not None:
         if args.env or args.policies:
             raise ConfigError("give either --suite or --env/--policies, not both")
         base = _base_kwargs(args)
-        cells: list[Cell] = []
         described: dict[str, Any] = {}
         for entry in get_suite(args.suite):
-            env_id = resolve_env_id(entry.env)
-            policies = [check_actor_name(p) for p in entry.policies]
-            workloads = {w: {**base, "preset": w} for w in entry.workloads}
-            cells += make_cells([env_id], workloads, policies, seeds)
-            described[env_id] = {"workloads": workloads, "policies": policies}
-        return cells, described
+            described[resolve_env_id(entry.env)] = {
+                "workloads": {w: {**base, "preset": w} for w in entry.workloads},
+                "policies": [check_actor_name(p) for p in entry.policies],
+            }
+        return described
     if not args.env or not args.policies:
         raise ConfigError("give --suite NAME, or --env and --policies")
     envs = [resolve_env_id(e) for e in comma_list(args.env, "--env")]
     policies = [check_actor_name(p) for p in comma_list(args.policies, "--policies")]
     workloads = _workloads(args)
-    described = {env: {"workloads": workloads, "policies": policies} for env in envs}
-    return make_cells(envs, workloads, policies, seeds), described
+    return {env: {"workloads": workloads, "policies": policies} for env in envs}
 
 
 def run(args: argparse.Namespace) -> int:
     """Run the benchmark described by ``args``."""
+    seeds = parse_seeds(args.seeds)
+    if args.workers < 1:
+        raise ConfigError(f"--workers must be >= 1, got {args.workers}")
+    if args.out:
+        check_out_folder(args.out)
+    cells, described = _cells(args, seeds)
     import cluster_envs  # noqa: F401  (registers the env ids)
     from cluster_envs.harness.backends import run_grid
     from cluster_envs.harness.report import write_outputs
     from cluster_envs.policies.trained import is_agent_spec
 
-    seeds = parse_seeds(args.seeds)
-    if args.workers < 1:
-        raise ConfigError(f"--workers must be >= 1, got {args.workers}")
-    cells, described = _cells(args, seeds)
     _check_envs(cells)
     policies = list(dict.fromkeys(c.policy for c in cells))
     envs = list(dict.fromkeys(c.env_id for c in cells))

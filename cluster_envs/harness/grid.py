@@ -18,14 +18,8 @@ import numpy as np
 from cluster_envs.envs.rollout import rollout
 from cluster_envs.errors import ClusterEnvsError
 from cluster_envs.policies.base import SchedulingPolicy
-from cluster_envs.policies.registry import check_policy_name
-from cluster_envs.policies.trained import check_agent_spec, is_agent_spec, make_agent
+from cluster_envs.policies.trained import is_agent_spec, make_agent
 from cluster_envs.runner import run_episode
-
-
-def check_actor_name(name: str) -> str:
-    """Validate a grid entry: a heuristic name or a trained-agent spec (loads nothing)."""
-    return check_agent_spec(name) if is_agent_spec(name) else check_policy_name(name)
 
 
 @dataclass(frozen=True)

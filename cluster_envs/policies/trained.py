@@ -52,6 +52,13 @@ def check_agent_spec(spec: str) -> str:
     return spec
 
 
+def check_actor_name(name: str) -> str:
+    """``name`` if it is a heuristic or an installed agent spec (imports neither)."""
+    from cluster_envs.policies.registry import check_policy_name
+
+    return check_agent_spec(name) if is_agent_spec(name) else check_policy_name(name)
+
+
 def make_agent(spec: str, **kwargs: Any) -> TrainedAgent:
     """Load the trained agent ``spec`` (``sb3:runs/x/best_model.zip``, ``pretrained:...``).
 
