@@ -18,8 +18,8 @@ from sb3_contrib import MaskablePPO
 from stable_baselines3 import A2C, DQN, PPO
 from stable_baselines3.common.base_class import BaseAlgorithm
 
-from cluster_envs.config import suggest
 from cluster_envs.errors import ConfigError
+from cluster_envs.names import unknown_name
 
 #: ``--algo`` name -> SB3 algorithm class.
 ALGOS: dict[str, type[BaseAlgorithm]] = {
@@ -42,7 +42,7 @@ CONFIG_FILE = "config.yml"
 def get_algo(name: str) -> type[BaseAlgorithm]:
     """The SB3 class of ``--algo name`` (unknown names get the closest one)."""
     if name not in ALGOS:
-        raise ConfigError(f"unknown algo {name!r}{suggest(name, ALGOS)}; known: {', '.join(ALGOS)}")
+        raise unknown_name("algo", name, ALGOS, listed="known")
     return ALGOS[name]
 
 
@@ -91,7 +91,13 @@ def check_model_path(model_path: str | Path) -> Path:
     if not path.is_file() and path.with_suffix(".zip").is_file():
         path = path.with_suffix(".zip")
     if not path.is_file():
-        raise FileNotFoundError(f"model file {str(model_path)!r} does not exist")
+        why = ""
+        if path.name == "best_model.zip" and (path.parent / "last_model.zip").is_file():
+            why = (
+                "; the run saved no best model because it never evaluated (trained with "
+                "--eval-freq 0): use last_model.zip"
+            )
+        raise FileNotFoundError(f"model file {str(model_path)!r} does not exist{why}")
     return path
 
 

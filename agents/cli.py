@@ -14,8 +14,10 @@ import shlex
 import sys
 from typing import Any
 
-from cluster_envs.cli import Command, format_table
-from cluster_envs.errors import ConfigError
+from cluster_envs.cli import Command, format_table, non_negative_int, positive_int
+from cluster_envs.cli_util import check_out_folder, heartbeat
+from cluster_envs.envs.registration import resolve_env_id
+from cluster_envs.names import unknown_name
 
 ALGO_NAMES = ("maskable_ppo", "ppo", "a2c", "dqn")
 DEFAULT_ENV = "cluster_envs/MoldableScheduling-v0"
@@ -24,16 +26,21 @@ DEFAULT_SEEDS = "100-109"
 
 def _add_train(p: argparse.ArgumentParser) -> None:
     p.add_argument("--algo", required=True, help=f"one of {', '.join(ALGO_NAMES)}")
-    p.add_argument("--env", default=DEFAULT_ENV, help="env id (default: %(default)s)")
-    p.add_argument("--timesteps", type=int, default=None, help="env steps (default: YAML)")
-    p.add_argument("--seed", type=int, default=0, help="training seed (eval: seed + 10000)")
+    p.add_argument("--env", default=DEFAULT_ENV, help="env id")
+    p.add_argument("--timesteps", type=positive_int, default=None, help="env steps (None: YAML)")
+    p.add_argument("--seed", type=non_negative_int, default=0, help="seed (eval: seed + 10000)")
     p.add_argument("--out", required=True, help="run folder (refused if it holds a run)")
     p.add_argument("--env-kwargs", default=None, help='JSON, e.g. \'{"preset": "toy"}\'')
     p.add_argument("--hyperparams", default=None, help="YAML file or inline YAML overrides")
-    p.add_argument("--n-envs", type=int, default=None, help="training envs (DummyVecEnv)")
-    p.add_argument("--eval-freq", type=int, default=10_000, help="env steps; 0 = never")
-    p.add_argument("--eval-episodes", type=int, default=5, help="episodes per evaluation")
-    p.add_argument("--checkpoint-freq", type=int, default=None, help="env steps (default: 5/run)")
+    p.add_argument("--n-envs", type=positive_int, default=None, help="training envs (None: YAML)")
+    p.add_argument(
+        "--eval-freq", type=non_negative_int, default=10_000,
+        help="env steps between evaluations (0: never; a shorter run evaluates at its end)",
+    )  # fmt: skip
+    p.add_argument("--eval-episodes", type=positive_int, default=5, help="episodes per evaluation")
+    p.add_argument(
+        "--checkpoint-freq", type=positive_int, default=None, help="env steps (None: 5 per run)"
+    )
     p.add_argument("--resume", default=None, metavar="CHECKPOINT", help="continue from a zip")
     p.add_argument("--force", action="store_true", help="overwrite a run folder")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
@@ -41,10 +48,10 @@ def _add_train(p: argparse.ArgumentParser) -> None:
         "--pretrain", default=None, metavar="HEURISTIC",
         help="clone this heuristic's actions before RL (DL2-style warm start), e.g. slaq",
     )  # fmt: skip
-    p.add_argument("--pretrain-episodes", type=int, default=50, help="teacher episodes")
-    p.add_argument("--pretrain-epochs", type=int, default=20, help="passes over them")
+    p.add_argument("--pretrain-episodes", type=positive_int, default=50, help="teacher episodes")
+    p.add_argument("--pretrain-epochs", type=positive_int, default=20, help="passes over them")
     p.add_argument(
-        "--pretrain-dagger-rounds", type=int, default=0,
+        "--pretrain-dagger-rounds", type=non_negative_int, default=0,
         help="DAgger rounds after cloning: the agent plays, the heuristic labels",
     )  # fmt: skip
 
@@ -63,16 +70,18 @@ def _argv(args: argparse.Namespace) -> list[str]:
 
 
 def _run_train(args: argparse.Namespace) -> int:
+    if args.algo not in ALGO_NAMES:  # checked before torch is imported: answers at once
+        raise unknown_name("algo", args.algo, ALGO_NAMES, listed="known")
+    resolve_env_id(args.env)
+    out = check_out_folder(args.out)
     from agents.envs import parse_env_kwargs
     from agents.imitation import PretrainSettings
-    from agents.train import train
+    from agents.train import RunSpec, run_training
 
-    if args.n_envs is not None and args.n_envs < 1:
-        raise ConfigError(f"--n-envs must be >= 1, got {args.n_envs}")
-    result = train(
+    spec = RunSpec(
         args.algo,
         args.env,
-        args.out,
+        out,
         timesteps=args.timesteps,
         seed=args.seed,
         env_kwargs=parse_env_kwargs(args.env_kwargs),
@@ -94,6 +103,7 @@ def _run_train(args: argparse.Namespace) -> int:
         if args.pretrain
         else None,
     )
+    result = run_training(spec)
     print(
         f"trained {args.algo} on {args.env}: {result.num_timesteps} steps in total, "
         f"{result.wall_s:.1f} s ({result.fps:,.0f} steps/s)"
@@ -113,13 +123,13 @@ def _run_train(args: argparse.Namespace) -> int:
 def _add_evaluate(p: argparse.ArgumentParser) -> None:
     p.add_argument("--model", required=True, help="PATH, sb3:PATH or pretrained:<EnvName-vN>")
     p.add_argument("--env", default=None, help="env id (default: the model's training env)")
-    p.add_argument("--seeds", default=DEFAULT_SEEDS, help="'a-b' or 'a,b,c' (%(default)s)")
+    p.add_argument("--seeds", default=DEFAULT_SEEDS, help="'a-b', 'a,b,c' or a mix")
     p.add_argument("--env-kwargs", default=None, help="JSON, over the training env kwargs")
     p.add_argument(
         "--deterministic",
         action=argparse.BooleanOptionalAction,
         default=True,
-        help="most likely action (default) or sampled (--no-deterministic)",
+        help="most likely action, or sampled (--no-deterministic)",
     )
     p.add_argument("--json", action="store_true", help="print results as JSON")
 
@@ -130,8 +140,9 @@ def _run_evaluate(args: argparse.Namespace) -> int:
 
     seeds = parse_seeds(args.seeds)
     env_kwargs = parse_env_kwargs(args.env_kwargs)
-    spec = resolve_model(args.model, args.deterministic)
-    env_id, kwargs, rows = evaluate(spec, args.env, env_kwargs, seeds)
+    with heartbeat(f"evaluate {args.model} on {len(seeds)} seeds"):
+        spec = resolve_model(args.model, args.deterministic)
+        env_id, kwargs, rows = evaluate(spec, args.env, env_kwargs, seeds)
     summary = summarise(rows)
     if args.json:
         report: dict[str, Any] = {
@@ -150,7 +161,8 @@ def _run_evaluate(args: argparse.Namespace) -> int:
     print(format_table(rows, columns))
     print("\nmean ± 95% CI (Student t):")
     for key, s in summary.items():
-        print(f"  {key:26s} {s['mean']:14,.3f} ± {s['ci95']:,.3f}")
+        ci = f"± {s['ci95']:,.3f}" if math.isfinite(s["ci95"]) else f"(n={s['n']}, no interval)"
+        print(f"  {key:26s} {s['mean']:14,.3f} {ci}")
     return 0
 
 

@@ -25,8 +25,8 @@ from torch import nn
 
 from agents.algos import get_algo
 from agents.slot_policy import CUSTOM_POLICIES
-from cluster_envs.config import suggest
 from cluster_envs.errors import ConfigError
+from cluster_envs.names import unknown_name
 
 HYPERPARAMS_DIR = Path(__file__).parent / "hyperparams"
 
@@ -168,10 +168,7 @@ def _check_algo_kwargs(cls: type, algo: str, kwargs: Mapping[str, Any]) -> None:
     valid = [n for n in signature if n not in RESERVED_ARGS] + list(RUN_KEYS)
     for key, value in kwargs.items():
         if key not in signature or key in RESERVED_ARGS:
-            raise ConfigError(
-                f"unknown {algo} hyper-parameter {key!r}{suggest(key, valid)}; valid: "
-                + ", ".join(sorted(valid))
-            )
+            raise unknown_name(f"{algo} hyper-parameter", key, valid)
         default = signature[key].default
         if key == "train_freq" and isinstance(value, list):
             if len(value) != 2 or value[1] not in ("step", "episode"):
@@ -200,10 +197,7 @@ def _check_run_keys(cls: Any, params: Hyperparams) -> None:
     base = aliases.get("MlpPolicy")
     known = {**aliases, **CUSTOM_POLICIES}
     if params.policy not in known:
-        raise ConfigError(
-            f"unknown policy {params.policy!r}{suggest(params.policy, known)}; "
-            f"{params.algo} offers {', '.join(known)}"
-        )
+        raise unknown_name("policy", params.policy, known, listed=f"{params.algo} offers")
     policy_cls = known[params.policy]
     if params.policy in CUSTOM_POLICIES and not (base and issubclass(policy_cls, base)):
         raise ConfigError(f"policy {params.policy!r} does not work with {params.algo}")
@@ -219,23 +213,14 @@ def _check_run_keys(cls: Any, params: Hyperparams) -> None:
     ]
     for key in params.policy_kwargs:
         if key not in valid:
-            raise ConfigError(
-                f"unknown policy_kwargs key {key!r}{suggest(key, valid)}; valid: "
-                + ", ".join(valid)
-            )
+            raise unknown_name("policy_kwargs key", key, valid)
     activation = params.policy_kwargs.get("activation_fn")
     if activation is not None and activation not in ACTIVATIONS:
-        raise ConfigError(
-            f"unknown activation_fn {activation!r}{suggest(str(activation), ACTIVATIONS)}; "
-            f"known: {', '.join(ACTIVATIONS)}"
-        )
+        raise unknown_name("activation_fn", activation, ACTIVATIONS, listed="known")
     norm = params.normalize
     if isinstance(norm, dict):
         for key in norm:
             if key not in NORMALIZE_KEYS:
-                raise ConfigError(
-                    f"unknown normalize key {key!r}{suggest(key, NORMALIZE_KEYS)}; valid: "
-                    + ", ".join(NORMALIZE_KEYS)
-                )
+                raise unknown_name("normalize key", key, NORMALIZE_KEYS)
     elif norm is not None and not isinstance(norm, bool):
         raise ConfigError(f"normalize must be true, false or a mapping, got {norm!r}")

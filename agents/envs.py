@@ -21,7 +21,7 @@ from stable_baselines3.common.vec_env import DummyVecEnv, VecEnv, VecNormalize
 
 import cluster_envs  # noqa: F401  (registers the env ids)
 from agents.config import Hyperparams
-from cluster_envs.config import suggest
+from cluster_envs.envs.registration import resolve_env_id
 from cluster_envs.errors import ConfigError
 
 #: Offset between the training seed and the evaluation env's seed.
@@ -29,16 +29,8 @@ EVAL_SEED_OFFSET = 10_000
 
 
 def check_env_id(env_id: str) -> str:
-    """``env_id`` if registered (a bare ``Task-vN`` gets the ``cluster_envs/`` namespace)."""
-    if env_id not in gym.registry and f"cluster_envs/{env_id}" in gym.registry:
-        env_id = f"cluster_envs/{env_id}"
-    if env_id not in gym.registry:
-        ours = [k for k in gym.registry if k.startswith("cluster_envs/")]
-        raise ConfigError(
-            f"unknown env id {env_id!r}{suggest(env_id, list(gym.registry))}; "
-            f"cluster-envs ids: {', '.join(sorted(ours))}"
-        )
-    return env_id
+    """The registered id of ``env_id`` (a bare ``Task-vN`` gets the ``cluster_envs/`` namespace)."""
+    return resolve_env_id(env_id)
 
 
 def parse_env_kwargs(text: str | None) -> dict[str, Any]:

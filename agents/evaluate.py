@@ -8,7 +8,6 @@ summary gives, per metric, the mean and the half-width of its 95% confidence int
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -18,8 +17,8 @@ from agents.envs import check_env_id, make_env
 from agents.policy import Sb3Agent, load_agent, pretrained_info, pretrained_path
 from cluster_envs.envs.rollout import rollout
 from cluster_envs.errors import ConfigError
-from cluster_envs.harness.grid import parse_seeds as parse_seeds  # re-exported
-from cluster_envs.harness.stats import mean_ci as harness_mean_ci
+from cluster_envs.harness.stats import mean_ci
+from cluster_envs.seeds import parse_seeds as parse_seeds  # re-exported
 
 #: Metrics shown per seed and summarised (present ones only; quality ones on quality envs).
 METRICS = (
@@ -35,12 +34,6 @@ METRICS = (
 )
 #: Per-episode counters added to the metrics.
 COUNTERS = ("episode_return", "num_steps", "num_invalid_actions")
-
-
-def mean_ci(values: Sequence[float], confidence: float = 0.95) -> tuple[float, float]:
-    """Mean and Student-t half-width (``nan`` for n < 2): the harness's statistics."""
-    ci = harness_mean_ci(values, confidence)
-    return ci.mean, (ci.half_width if ci.n >= 2 else math.nan)
 
 
 @dataclass(frozen=True)
@@ -103,6 +96,6 @@ def summarise(rows: Sequence[dict[str, float]]) -> dict[str, dict[str, float]]:
     for key in (*METRICS, *COUNTERS):
         values = [r[key] for r in rows if key in r]
         if values:
-            mean, half = mean_ci(values)
-            out[key] = {"mean": mean, "ci95": half, "n": len(values)}
+            ci = mean_ci(values)
+            out[key] = {"mean": ci.mean, "ci95": ci.half_width, "n": ci.n}
     return out

@@ -1,11 +1,13 @@
-"""SB3 models as env agents, and the policy-registry prefixes ``sb3:`` and ``pretrained:``.
+"""SB3 models as env agents, and the agent loaders ``sb3:`` and ``pretrained:``.
 
-``make_policy("sb3:runs/x/best_model.zip")`` and
-``make_policy("pretrained:MoldableScheduling-v0")`` return an :class:`Sb3Agent`: an
-*env agent* with ``act(env, obs, info) -> action``, played through a Gymnasium env with
-:func:`cluster_envs.envs.rollout.rollout`. SB3 agents act on observations, so they run
-through envs only; heuristics run through both the envs (``HeuristicAgent``) and the
-no-gym runner. Calling ``decide`` on an SB3 agent raises a ConfigError that says so.
+``make_agent("sb3:runs/x/best_model.zip")`` and
+``make_agent("pretrained:MoldableScheduling-v0")`` (:mod:`cluster_envs.policies.trained`,
+which finds these loaders through this package's ``cluster_envs.agent_loaders`` entry
+points) return an :class:`Sb3Agent`: an *env agent* with ``act(env, obs, info) ->
+action``, played through a Gymnasium env with :func:`cluster_envs.envs.rollout.rollout`.
+SB3 agents act on observations, so they run through envs only; an Sb3Agent is not a
+``SchedulingPolicy`` (it has no ``decide``), and ``make_policy`` / the no-gym runner
+reject it with a ConfigError that says so.
 """
 
 from __future__ import annotations
@@ -23,8 +25,9 @@ from stable_baselines3.common.vec_env import VecNormalize
 
 from agents.algos import MASKABLE, check_model_path, load_model
 from agents.envs import vecnormalize_path
-from cluster_envs.config import suggest
+from cluster_envs.envs.registration import short_env_id
 from cluster_envs.errors import ConfigError
+from cluster_envs.names import unknown_name
 
 PRETRAINED_DIR = Path(__file__).parent / "pretrained"
 
@@ -88,14 +91,6 @@ class Sb3Agent:
             return np.asarray(action, dtype=np.int64)
         return int(action)
 
-    def decide(self, view: Any) -> Any:
-        """SB3 agents cannot drive the no-gym runner (they need observations)."""
-        raise ConfigError(
-            f"{self.name} is an SB3 agent: it acts on env observations, so run it through a "
-            "Gymnasium env (cluster_envs.envs.rollout.rollout or `cluster-envs evaluate`), "
-            "not through the no-gym simulator"
-        )
-
 
 class RandomMaskedAgent:
     """Uniformly random among the feasible actions (the floor a trained agent must beat).
@@ -158,13 +153,10 @@ def pretrained_names() -> list[str]:
 
 def pretrained_path(env_name: str) -> Path:
     """The shipped model zip for ``env_name`` (a ``cluster_envs/`` namespace is allowed)."""
-    name = env_name.split("/", 1)[1] if env_name.startswith("cluster_envs/") else env_name
+    name = short_env_id(env_name)
     names = pretrained_names()
     if name not in names:
-        raise ConfigError(
-            f"no pretrained agent for {env_name!r}{suggest(name, names)}; shipped: "
-            + (", ".join(names) or "none")
-        )
+        raise unknown_name("pretrained agent", env_name, names, listed="shipped")
     return PRETRAINED_DIR / f"{name}.zip"
 
 

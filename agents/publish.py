@@ -22,10 +22,11 @@ import yaml
 
 from agents.algos import CONFIG_FILE, get_algo
 from agents.envs import make_env, vecnormalize_path
-from agents.evaluate import mean_ci, parse_seeds
+from agents.evaluate import parse_seeds
 from agents.policy import PRETRAINED_DIR, RandomMaskedAgent, load_agent
 from cluster_envs.envs.rollout import rollout
 from cluster_envs.errors import ConfigError
+from cluster_envs.harness.stats import mean_ci
 
 #: Metrics reported on the card.
 CARD_METRICS = (
@@ -45,8 +46,8 @@ def score(agent: Any, env_id: str, env_kwargs: dict[str, Any], seeds: Sequence[i
     env.close()
     out = {}
     for key in (k for k in CARD_METRICS if k in rows[0]):
-        mean, half = mean_ci([r[key] for r in rows])
-        out[key] = {"mean": round(mean, 4), "ci95": round(half, 4)}
+        ci = mean_ci([r[key] for r in rows])
+        out[key] = {"mean": round(ci.mean, 4), "ci95": round(ci.half_width, 4)}
     return out
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -74,40 +74,25 @@ def set_deterministic() -> None:
     torch.use_deterministic_algorithms(True, warn_only=True)
 
 
-def train(
-    algo: str,
-    env_id: str,
-    out_dir: str | Path,
-    *,
-    timesteps: int | None = None,
-    seed: int = 0,
-    env_kwargs: dict[str, Any] | None = None,
-    hyperparams: str | Path | dict[str, Any] | None = None,
-    n_envs: int | None = None,
-    eval_freq: int = DEFAULT_EVAL_FREQ,
-    eval_episodes: int = DEFAULT_EVAL_EPISODES,
-    checkpoint_freq: int | None = None,
-    resume: str | Path | None = None,
-    force: bool = False,
-    progress_bar: bool = True,
-    argv: Sequence[str] = (),
-    pretrain: PretrainSettings | None = None,
-) -> TrainResult:
-    """Train ``algo`` on ``env_id`` and save the run into ``out_dir``.
+@dataclass(frozen=True)
+class RunSpec:
+    """Everything one training run is asked to do (``cluster-envs train``'s flags).
 
-    Args:
+    Attributes:
         algo: ``maskable_ppo``, ``ppo``, ``a2c`` or ``dqn``.
-        env_id: Gymnasium id (``cluster_envs/MoldableScheduling-v0``).
+        env_id: Env id (``cluster_envs/MoldableScheduling-v0`` or ``MoldableScheduling-v0``).
         out_dir: Run folder; refused if it holds a run, unless ``force`` or resuming
             from a checkpoint inside it.
-        timesteps: Env steps to train (more steps when resuming); default: the YAML's
+        timesteps: Env steps to train (more steps when resuming); ``None``: the YAML's
             ``n_timesteps``.
         seed: Training seed; training env ``i`` gets ``seed + i``, the eval env
             ``seed + 10_000``.
         env_kwargs: ``gym.make`` overrides (merged over the YAML's ``env_kwargs``).
         hyperparams: User hyper-parameters (YAML file, inline YAML or a mapping).
         n_envs: Number of training envs (overrides the YAML).
-        eval_freq: Evaluate every this many env steps (0: never).
+        eval_freq: Evaluate every this many env steps (0: never). A run shorter than
+            this still evaluates once, at its end, so ``best_model.zip`` always exists
+            when evaluation is on.
         eval_episodes: Episodes per evaluation.
         checkpoint_freq: Save a checkpoint every this many env steps (default: 5 per run).
         resume: Checkpoint zip to continue from (its num_timesteps carries on).
@@ -117,81 +102,86 @@ def train(
         pretrain: Clone a heuristic before RL (:mod:`agents.imitation`); not with
             ``resume``.
     """
-    get_algo(algo)
-    env_id = check_env_id(env_id)
-    out = Path(out_dir)
-    resume_path = check_model_path(resume) if resume is not None else None
-    if resume_path is not None and detect_algo(resume_path) != algo:
-        raise ConfigError(
-            f"--resume {str(resume)!r} was trained with {detect_algo(resume_path)!r}, not {algo!r}"
-        )
-    params = resolve_hyperparams(algo, env_id, hyperparams, env_kwargs, n_envs)
-    budget = timesteps if timesteps is not None else params.n_timesteps
-    if budget is None or budget < 1:
-        raise ConfigError("give --timesteps N (>= 1) or n_timesteps in the hyper-parameters")
-    if eval_freq < 0 or eval_episodes < 1:
-        raise ConfigError("--eval-freq must be >= 0 and --eval-episodes >= 1")
-    if pretrain is not None and resume_path is not None:
-        raise ConfigError("--pretrain starts a new run; it cannot be combined with --resume")
-    prepare_run_dir(out, force, resume_path)
 
+    algo: str
+    env_id: str
+    out_dir: Path
+    timesteps: int | None = None
+    seed: int = 0
+    env_kwargs: dict[str, Any] = field(default_factory=dict)
+    hyperparams: str | Path | dict[str, Any] | None = None
+    n_envs: int | None = None
+    eval_freq: int = DEFAULT_EVAL_FREQ
+    eval_episodes: int = DEFAULT_EVAL_EPISODES
+    checkpoint_freq: int | None = None
+    resume: str | Path | None = None
+    force: bool = False
+    progress_bar: bool = True
+    argv: Sequence[str] = ()
+    pretrain: PretrainSettings | None = None
+
+
+@dataclass(frozen=True)
+class _Plan:
+    """A RunSpec checked and resolved: hyper-parameters, budget, resume checkpoint."""
+
+    spec: RunSpec
+    env_id: str
+    params: Hyperparams
+    budget: int
+    resume: Path | None
+
+    @property
+    def per_env(self) -> int:
+        return max(self.params.n_envs, 1)
+
+    @property
+    def eval_freq(self) -> int:
+        """Env steps between evaluations, capped at the budget (0: never)."""
+        return min(self.spec.eval_freq, self.budget)
+
+
+def train(algo: str, env_id: str, out_dir: str | Path, **options: Any) -> TrainResult:
+    """Train ``algo`` on ``env_id`` into ``out_dir``; ``options`` are :class:`RunSpec` fields."""
+    if options.get("env_kwargs") is None:
+        options.pop("env_kwargs", None)
+    return run_training(RunSpec(algo, env_id, Path(out_dir), **options))
+
+
+def run_training(spec: RunSpec) -> TrainResult:
+    """Run ``spec``: check it, build the model, train, save ``last_model.zip``."""
+    plan = plan_run(spec)
+    out = spec.out_dir
+    prepare_run_dir(out, spec.force, plan.resume)
     set_deterministic()
-    train_env = make_train_env(params, seed)
-    model = _build_model(params, train_env, seed, resume_path)
+    train_env = make_train_env(plan.params, spec.seed)
+    model = _build_model(plan.params, train_env, spec.seed, plan.resume)
     model.set_logger(configure(str(out / LOG_DIR), ["tensorboard", "csv"]))
-    config = _run_config(params, budget, seed, eval_freq, eval_episodes, resume_path, model)
-    if pretrain is not None:
+    config = _run_config(plan, model)
+    if spec.pretrain is not None:
         start = time.perf_counter()
-        config["pretrain"] = warm_start(model, env_id, params.env_kwargs, pretrain, seed)
+        config["pretrain"] = warm_start(
+            model, plan.env_id, plan.params.env_kwargs, spec.pretrain, spec.seed
+        )
         config["pretrain"]["wall_s"] = round(time.perf_counter() - start, 2)
         model.save(out / "pretrained_model.zip")
-    write_run_files(out, config, argv, seed, append=resume_path is not None)
+    write_run_files(out, config, spec.argv, spec.seed, append=plan.resume is not None)
 
     metrics_cb = ClusterMetricsCallback()
-    callbacks: list[BaseCallback] = [metrics_cb]
-    per_env = max(params.n_envs, 1)
-    save_every = checkpoint_freq or max(budget // CHECKPOINTS_PER_RUN, 1)
-    callbacks.append(
-        CheckpointCallback(
-            save_freq=max(save_every // per_env, 1),
-            save_path=str(out / "checkpoints"),
-            name_prefix="model",
-            save_vecnormalize=params.normalize is not None,
-        )
-    )
-    eval_env = None
-    if eval_freq > 0:
-        eval_env = make_eval_env(params, seed)
-        on_best = (
-            SaveVecNormalizeCallback(out / "best_model_vecnormalize.pkl")
-            if params.normalize is not None
-            else None
-        )
-        callbacks.append(
-            make_eval_callback(
-                eval_env,
-                maskable=algo in MASKABLE,
-                eval_seed=seed + EVAL_SEED_OFFSET,
-                eval_freq=max(eval_freq // per_env, 1),
-                n_eval_episodes=eval_episodes,
-                out_dir=out,
-                on_new_best=on_best,
-            )
-        )
-
+    eval_env = make_eval_env(plan.params, spec.seed) if plan.eval_freq > 0 else None
+    callbacks = [metrics_cb, _checkpoint_callback(plan)]
+    if eval_env is not None:
+        callbacks.append(_eval_callback(plan, eval_env))
     start_steps = model.num_timesteps
     start = time.perf_counter()
     model.learn(
-        total_timesteps=budget,
+        total_timesteps=plan.budget,
         callback=callbacks,
-        reset_num_timesteps=resume_path is None,
-        progress_bar=progress_bar,
+        reset_num_timesteps=plan.resume is None,
+        progress_bar=spec.progress_bar,
     )
     wall_s = time.perf_counter() - start
-    last = out / "last_model.zip"
-    model.save(last)
-    if isinstance(train_env, VecNormalize):
-        train_env.save(str(out / "last_model_vecnormalize.pkl"))
+    last = _save_last(model, train_env, out)
     train_env.close()
     if eval_env is not None:
         eval_env.close()
@@ -205,6 +195,63 @@ def train(
         fps=(model.num_timesteps - start_steps) / max(wall_s, 1e-9),
         last_episode_metrics=metrics_cb.last_metrics,
     )
+
+
+def plan_run(spec: RunSpec) -> _Plan:
+    """Check ``spec`` (before any file is written) and resolve what it leaves to the YAML."""
+    get_algo(spec.algo)
+    env_id = check_env_id(spec.env_id)
+    resume = check_model_path(spec.resume) if spec.resume is not None else None
+    if resume is not None and detect_algo(resume) != spec.algo:
+        raise ConfigError(
+            f"--resume {str(spec.resume)!r} was trained with {detect_algo(resume)!r}, "
+            f"not {spec.algo!r}"
+        )
+    params = resolve_hyperparams(spec.algo, env_id, spec.hyperparams, spec.env_kwargs, spec.n_envs)
+    budget = spec.timesteps if spec.timesteps is not None else params.n_timesteps
+    if budget is None or budget < 1:
+        raise ConfigError("give --timesteps N (>= 1) or n_timesteps in the hyper-parameters")
+    if spec.eval_freq < 0 or spec.eval_episodes < 1:
+        raise ConfigError("--eval-freq must be >= 0 and --eval-episodes >= 1")
+    if spec.pretrain is not None and resume is not None:
+        raise ConfigError("--pretrain starts a new run; it cannot be combined with --resume")
+    return _Plan(spec, env_id, params, int(budget), resume)
+
+
+def _checkpoint_callback(plan: _Plan) -> BaseCallback:
+    save_every = plan.spec.checkpoint_freq or max(plan.budget // CHECKPOINTS_PER_RUN, 1)
+    return CheckpointCallback(
+        save_freq=max(save_every // plan.per_env, 1),
+        save_path=str(plan.spec.out_dir / "checkpoints"),
+        name_prefix="model",
+        save_vecnormalize=plan.params.normalize is not None,
+    )
+
+
+def _eval_callback(plan: _Plan, eval_env: Any) -> BaseCallback:
+    out = plan.spec.out_dir
+    on_best = (
+        SaveVecNormalizeCallback(out / "best_model_vecnormalize.pkl")
+        if plan.params.normalize is not None
+        else None
+    )
+    return make_eval_callback(
+        eval_env,
+        maskable=plan.params.algo in MASKABLE,
+        eval_seed=plan.spec.seed + EVAL_SEED_OFFSET,
+        eval_freq=max(plan.eval_freq // plan.per_env, 1),
+        n_eval_episodes=plan.spec.eval_episodes,
+        out_dir=out,
+        on_new_best=on_best,
+    )
+
+
+def _save_last(model: BaseAlgorithm, train_env: Any, out: Path) -> Path:
+    last = out / "last_model.zip"
+    model.save(last)
+    if isinstance(train_env, VecNormalize):
+        train_env.save(str(out / "last_model_vecnormalize.pkl"))
+    return last
 
 
 def _build_model(params: Hyperparams, env: Any, seed: int, resume: Path | None) -> BaseAlgorithm:
@@ -221,26 +268,19 @@ def _build_model(params: Hyperparams, env: Any, seed: int, resume: Path | None) 
     return model
 
 
-def _run_config(
-    params: Hyperparams,
-    budget: int,
-    seed: int,
-    eval_freq: int,
-    eval_episodes: int,
-    resume: Path | None,
-    model: BaseAlgorithm,
-) -> dict[str, Any]:
+def _run_config(plan: _Plan, model: BaseAlgorithm) -> dict[str, Any]:
+    spec, params = plan.spec, plan.params
     config: dict[str, Any] = {
         **params.to_dict(),
-        "timesteps": budget,
-        "seed": seed,
-        "train_env_seeds": f"{seed}..{seed + params.n_envs - 1}",
-        "eval_seed": seed + EVAL_SEED_OFFSET,
-        "eval_freq": eval_freq,
-        "eval_episodes": eval_episodes,
-        "resumed_from": str(resume) if resume is not None else None,
+        "timesteps": plan.budget,
+        "seed": spec.seed,
+        "train_env_seeds": f"{spec.seed}..{spec.seed + params.n_envs - 1}",
+        "eval_seed": spec.seed + EVAL_SEED_OFFSET,
+        "eval_freq": plan.eval_freq,
+        "eval_episodes": spec.eval_episodes,
+        "resumed_from": str(plan.resume) if plan.resume is not None else None,
         "start_timesteps": int(model.num_timesteps),
     }
-    if resume is not None and params.algo in OFF_POLICY:
+    if plan.resume is not None and params.algo in OFF_POLICY:
         config["replay_buffer"] = "empty at resume (replay buffers are not checkpointed)"
     return config

@@ -32,8 +32,8 @@ from typing import Any
 
 import yaml
 
-from cluster_envs.config import suggest
 from cluster_envs.errors import ConfigError
+from cluster_envs.names import unknown_name
 
 #: Ray Tune samplers a space entry may name, with their argument counts.
 SAMPLERS = {"uniform": 2, "loguniform": 2, "quniform": 3, "randint": 2, "choice": 1}
@@ -55,9 +55,7 @@ def read_sweep(path: str | Path) -> dict[str, Any]:
         raise ConfigError(f"{path}: a sweep is a mapping of {sorted(SWEEP_KEYS)}")
     for key in data:
         if key not in SWEEP_KEYS:
-            raise ConfigError(
-                f"{path}: unknown sweep key {key!r}{suggest(key, sorted(SWEEP_KEYS))}"
-            )
+            raise ConfigError(f"{path}: {unknown_name('sweep key', key, SWEEP_KEYS)}")
     for key in ("algo", "env", "space"):
         if key not in data:
             raise ConfigError(f"{path}: the sweep needs {key!r}")
@@ -91,9 +89,7 @@ def _sampler(name: str, spec: Any) -> Any:
         raise ConfigError(f"space entry {name!r} must name one sampler, got {spec!r}")
     kind, args = next(iter(spec.items()))
     if kind not in SAMPLERS:
-        raise ConfigError(
-            f"space entry {name!r}: unknown sampler {kind!r}{suggest(kind, SAMPLERS)}"
-        )
+        raise ConfigError(f"space entry {name!r}: {unknown_name('sampler', kind, SAMPLERS)}")
     if kind == "choice":
         if not isinstance(args, list) or not args:
             raise ConfigError(f"space entry {name!r}: choice needs a non-empty list")
@@ -109,7 +105,7 @@ def _trial(config: dict[str, Any], sweep: dict[str, Any], out: str) -> None:
 
     from agents.evaluate import evaluate, resolve_model
     from agents.train import train
-    from cluster_envs.harness.grid import parse_seeds
+    from cluster_envs.seeds import parse_seeds
 
     trial_dir = Path(out) / "trials" / tune.get_context().get_trial_id()
     result = train(

@@ -2,7 +2,7 @@
 
 Every policy here requests a GPU count for each *eligible* job (the ``num_slots`` lowest
 ids in the system, as the env's action slots) once per decision instant; the shared
-projection and placement rule of :mod:`cluster_envs.envs.projection` turns the requests
+projection and placement rule of :mod:`cluster_envs.policies.projection` turns the requests
 into a :class:`~cluster_envs.types.Decision`. Asked again at the same instant, a policy
 repeats its requests, which now change nothing, so the runner settles after one decision
 -- exactly what one env step does -- and the policy gives the same metrics through the
@@ -29,9 +29,9 @@ from collections.abc import Callable
 
 import numpy as np
 
-from cluster_envs.envs.projection import DEFAULT_NUM_SLOTS, AllocationState, plan_allocation
 from cluster_envs.errors import ConfigError
 from cluster_envs.perf.speed import packed_shape
+from cluster_envs.policies.projection import DEFAULT_NUM_SLOTS, AllocationState, plan_allocation
 from cluster_envs.sim.quality import curve_integral
 from cluster_envs.sim.view import ClusterView, JobStatus
 from cluster_envs.types import NO_DECISION, Decision

@@ -11,12 +11,9 @@ out for evaluation and must never be used to choose anything.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
-
-import numpy as np
 
 from cluster_envs.config import ClusterConfig, SimConfig
 from cluster_envs.errors import ConfigError
@@ -87,16 +84,3 @@ def evaluate(
         run_episode(ep.workload, make(), ep.cluster, ep.sim_config, seed=ep.episode_seed).metrics
         for ep in episodes
     ]
-
-
-def mean_ci95(values: Sequence[float]) -> tuple[float, float]:
-    """Mean and the half-width of its Student-t 95% confidence interval (0 for one value)."""
-    from scipy import stats
-
-    x = np.asarray(values, dtype=float)
-    if x.size == 0:
-        return math.nan, math.nan
-    if x.size == 1:
-        return float(x[0]), 0.0
-    quantile = float(stats.t.ppf(0.5 + CONFIDENCE / 2, df=x.size - 1))
-    return float(x.mean()), quantile * float(x.std(ddof=1)) / math.sqrt(x.size)

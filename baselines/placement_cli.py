@@ -16,6 +16,9 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from cluster_envs.cli_util import check_out_folder, heartbeat
+from cluster_envs.errors import ConfigError
+
 if TYPE_CHECKING:
     from baselines.placement.problem import PlacementInstance
 
@@ -56,9 +59,14 @@ def _run(args: argparse.Namespace) -> int:
     from baselines.placement.methods import check_method, run_method
     from baselines.placement.report import write_search_outputs
 
+    if args.out is not None:
+        check_out_folder(args.out)
+    if args.calls < 1:
+        raise ConfigError(f"--calls must be >= 1, got {args.calls}")
     check_method(args.method)
     instance = resolve_instance(args.instance, args.seed)
-    result = run_method(args.method, instance, args.calls, args.seed)
+    with heartbeat(f"place: {args.method}, {args.calls} evaluations on {instance.name!r}"):
+        result = run_method(args.method, instance, args.calls, args.seed)
     paths = []
     if args.out is not None:
         paths = write_search_outputs(

@@ -1,6 +1,6 @@
 """Consolidating placement for round-based allocators (Pollux's artifact policies).
 
-The shared projection (:func:`cluster_envs.envs.projection.plan_allocation`) keeps a
+The shared projection (:func:`cluster_envs.policies.projection.plan_allocation`) keeps a
 shrinking job on a subset of its GPUs and fits growing jobs into whatever is free, so
 after many rounds most jobs span more nodes than they need (on the Pollux workloads
 three quarters of the GPU time of an elastic policy ran fragmented, and cross-node
@@ -17,7 +17,7 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from cluster_envs.envs.projection import AllocationState, place
+from cluster_envs.policies.projection import AllocationState, place
 from cluster_envs.types import Allocate, Decision, Placement
 
 

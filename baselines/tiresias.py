@@ -11,7 +11,7 @@ restart cost on resume). Jobs are never resized.
 
 Simplifications: no starvation guard (Tiresias's ``STARVELIMIT`` promotion) and no
 placement-profile consolidation decisions (placement is the shared rule of
-:mod:`cluster_envs.envs.projection`). Runs over the same eligible jobs as the env.
+:mod:`cluster_envs.policies.projection`). Runs over the same eligible jobs as the env.
 """
 
 from __future__ import annotations
@@ -19,8 +19,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from baselines.allocation import AllocationPolicy, Requests
-from cluster_envs.envs.projection import DEFAULT_NUM_SLOTS, AllocationState
 from cluster_envs.errors import ConfigError
+from cluster_envs.policies.projection import DEFAULT_NUM_SLOTS, AllocationState
 from cluster_envs.sim.view import ClusterView
 
 #: Queue thresholds of attained service (GPU-seconds): 1 and 10 GPU-hours.

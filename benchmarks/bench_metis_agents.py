@@ -32,7 +32,8 @@ import numpy as np
 import yaml
 
 from cluster_envs.harness.backends import run_grid
-from cluster_envs.harness.grid import make_cells, parse_seeds
+from cluster_envs.harness.grid import make_cells
+from cluster_envs.seeds import parse_seeds
 from cluster_envs.harness.report import summary_table
 from cluster_envs.harness.stats import paired_difference, summarize
 from cluster_envs.harness.suites import METIS_BASELINES

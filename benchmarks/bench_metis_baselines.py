@@ -30,9 +30,9 @@ from pathlib import Path
 
 import gymnasium as gym
 import numpy as np
-from scipy import stats
 
 import cluster_envs  # noqa: F401  (registers the ids)
+from cluster_envs.harness.stats import mean_ci as harness_mean_ci
 from cluster_envs.runner import run_episode
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -43,12 +43,9 @@ METRICS = ("quality_auc", "time_to_quality_s", "time_to_best_s", "avg_jct_s")
 
 
 def mean_ci(values: list[float]) -> tuple[float, float]:
-    """Mean and half-width of the 95 % Student-t confidence interval."""
-    x = np.asarray(values, dtype=float)
-    if x.size < 2:
-        return float(x.mean()), float("nan")
-    half = stats.t.ppf(0.975, x.size - 1) * x.std(ddof=1) / np.sqrt(x.size)
-    return float(x.mean()), float(half)
+    """Mean and 95 % Student-t half-width (the project's one CI function)."""
+    ci = harness_mean_ci(values)
+    return ci.mean, ci.half_width
 
 
 def baselines(seeds: list[int]) -> dict[str, dict[str, list[float]]]:

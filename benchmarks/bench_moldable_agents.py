@@ -22,7 +22,8 @@ import json
 from pathlib import Path
 
 from cluster_envs.harness.backends import run_grid
-from cluster_envs.harness.grid import make_cells, parse_seeds
+from cluster_envs.harness.grid import make_cells
+from cluster_envs.seeds import parse_seeds
 from cluster_envs.harness.report import summary_table
 from cluster_envs.harness.stats import summarize
 from cluster_envs.harness.suites import MOLDABLE_BASELINES

@@ -25,9 +25,11 @@ import time
 from pathlib import Path
 from typing import Any
 
-from baselines.moldable_eval import EVAL_SEED_START, env_episodes, evaluate, mean_ci95
+from baselines.moldable_eval import EVAL_SEED_START, env_episodes, evaluate
 from baselines.threshold import load_best_threshold
+from cluster_envs.harness.stats import mean_ci
 from cluster_envs.policies.registry import make_policy
+from cluster_envs.seeds import parse_seeds
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results"
@@ -60,12 +62,6 @@ def parse_setting(text: str) -> dict[str, Any]:
     return kwargs
 
 
-def parse_seeds(text: str) -> list[int]:
-    """``"100-109"`` or ``"100,101"`` -> seeds."""
-    lo, sep, hi = text.partition("-")
-    return list(range(int(lo), int(hi) + 1)) if sep else [int(s) for s in text.split(",")]
-
-
 def bench_setting(setting: str, seeds: list[int], policies: tuple[str, ...]) -> dict[str, Any]:
     """Per-policy per-seed metrics and summaries for one env setting."""
     kwargs = parse_setting(setting)
@@ -81,12 +77,12 @@ def bench_setting(setting: str, seeds: list[int], policies: tuple[str, ...]) -> 
         metrics = evaluate(lambda name=name, extra=extra: make_policy(name, **extra), episodes)
         jct = [m["avg_jct_s"] for m in metrics]
         ratio = [m["jct_ratio_to_lower_bound"] for m in metrics]
-        mean, half = mean_ci95(jct)
+        ci = mean_ci(jct)
         rows[name] = {
-            "mean_avg_jct_s": mean,
-            "ci95_avg_jct_s": half,
-            "mean_ratio_to_lower_bound": mean_ci95(ratio)[0],
-            "mean_gpu_utilization": mean_ci95([m["gpu_utilization"] for m in metrics])[0],
+            "mean_avg_jct_s": ci.mean,
+            "ci95_avg_jct_s": ci.half_width,
+            "mean_ratio_to_lower_bound": mean_ci(ratio).mean,
+            "mean_gpu_utilization": mean_ci([m["gpu_utilization"] for m in metrics]).mean,
             "per_seed_avg_jct_s": jct,
             "wall_s": time.perf_counter() - started,
         }

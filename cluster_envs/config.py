@@ -7,12 +7,12 @@ keys with a close-match suggestion, so a typo never silently falls back to a def
 from __future__ import annotations
 
 import dataclasses
-import difflib
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from cluster_envs.errors import ConfigError
+from cluster_envs.names import suggest, unknown_name
 
 T = TypeVar("T")
 
@@ -34,21 +34,12 @@ GPU_SPEED: dict[str, float] = {
 REFERENCE_INTER_NODE_GBPS = 50.0
 
 
-def suggest(name: str, valid: Mapping[str, Any] | list[str] | tuple[str, ...]) -> str:
-    """Return ``" (did you mean 'x'?)"`` for the closest valid name, or ``""``."""
-    close = difflib.get_close_matches(name, list(valid), n=1, cutoff=0.5)
-    return f" (did you mean {close[0]!r}?)" if close else ""
-
-
 def check_keys(cls: type, data: Mapping[str, Any]) -> None:
     """Raise ConfigError naming every key of ``data`` that ``cls`` has no field for."""
     names = [f.name for f in dataclasses.fields(cls)]
     for key in data:
         if key not in names:
-            raise ConfigError(
-                f"unknown {cls.__name__} key {key!r}{suggest(key, names)}; valid keys: "
-                + ", ".join(names)
-            )
+            raise unknown_name(f"{cls.__name__} key", key, names, listed="valid keys")
 
 
 def from_dict(cls: type[T], data: Mapping[str, Any]) -> T:
@@ -74,10 +65,7 @@ class NodeGroup:
                 f"{self.num_nodes} x {self.gpus_per_node}"
             )
         if self.gpu_type not in GPU_SPEED:
-            raise ConfigError(
-                f"unknown gpu_type {self.gpu_type!r}{suggest(self.gpu_type, GPU_SPEED)}; "
-                f"known: {', '.join(GPU_SPEED)}"
-            )
+            raise unknown_name("gpu_type", self.gpu_type, GPU_SPEED, listed="known")
 
 
 @dataclass(frozen=True)
@@ -159,9 +147,8 @@ def get_cluster(cluster: str | ClusterConfig | Mapping[str, Any]) -> ClusterConf
         try:
             return CLUSTER_PRESETS[cluster]
         except KeyError:
-            raise ConfigError(
-                f"unknown cluster preset {cluster!r}{suggest(cluster, CLUSTER_PRESETS)}; "
-                f"presets: {', '.join(CLUSTER_PRESETS)}"
+            raise unknown_name(
+                "cluster preset", cluster, CLUSTER_PRESETS, listed="presets"
             ) from None
     raise ConfigError(f"cluster must be a preset name, ClusterConfig or mapping, got {cluster!r}")
 
@@ -228,4 +215,5 @@ __all__ = [
     "get_cluster",
     "sim_config",
     "suggest",
+    "unknown_name",
 ]

@@ -35,21 +35,13 @@ from baselines.threshold import (
     QueueThresholdScheduler,
 )
 from cluster_envs.errors import ConfigError
+from cluster_envs.seeds import parse_seeds
 
 DEFAULT_PRESETS = ("default", "pollux")
 DEFAULT_SEEDS = "0-19"
 DEFAULT_ETAS = "0.3:0.95:0.05"
 DEFAULT_QS = "1:16"
 METRIC = "avg_jct_s"
-
-
-def parse_seeds(text: str) -> list[int]:
-    """``"0-19"`` or ``"0,1,5"`` -> a list of seeds."""
-    out: list[int] = []
-    for part in text.split(","):
-        lo, sep, hi = part.partition("-")
-        out += list(range(int(lo), int(hi) + 1)) if sep else [int(lo)]
-    return out
 
 
 def parse_grid(text: str, integer: bool) -> list[float]:

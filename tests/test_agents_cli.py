@@ -81,7 +81,7 @@ def test_cli_refuses_to_overwrite_without_force(
         (["train", "--algo", "maskable-ppo", "--out", "X"], "did you mean 'maskable_ppo'"),
         (
             ["train", "--algo", "ppo", "--env", "cluster_envs/MoldableSchedule-v0", "--out", "X"],
-            "did you mean 'cluster_envs/MoldableScheduling-v0'",
+            "did you mean 'MoldableScheduling-v0'",
         ),
         (
             ["train", "--algo", "ppo", "--env-kwargs", '{"preset": "tiny"}', "--out", "X"],

@@ -12,8 +12,9 @@ import yaml
 from agents.algos import ALGOS, detect_algo, get_algo
 from agents.config import HYPERPARAMS_DIR, resolve_hyperparams
 from agents.envs import EVAL_SEED_OFFSET, check_env_id, parse_env_kwargs, vecnormalize_path
-from agents.evaluate import mean_ci, parse_seeds
+from agents.evaluate import parse_seeds
 from cluster_envs.errors import ConfigError
+from cluster_envs.harness.stats import mean_ci
 
 ENV = "cluster_envs/MoldableScheduling-v0"
 
@@ -108,12 +109,12 @@ def test_parse_seeds() -> None:
 
 def test_mean_ci_matches_student_t_by_hand() -> None:
     values = [1.0, 2.0, 3.0, 4.0]
-    mean, half = mean_ci(values)
+    ci = mean_ci(values)
     # t(0.975, 3) = 3.182446; s = sqrt(5/3); half = t * s / 2.
-    assert mean == 2.5
-    assert half == pytest.approx(3.182446 * math.sqrt(5 / 3) / 2, rel=1e-5)
-    assert math.isnan(mean_ci([7.0])[1])
-    assert mean_ci(np.full(5, 3.0)) == (3.0, 0.0)
+    assert ci.mean == 2.5
+    assert ci.half_width == pytest.approx(3.182446 * math.sqrt(5 / 3) / 2, rel=1e-5)
+    assert math.isnan(mean_ci([7.0]).half_width)  # one seed: no interval
+    assert (mean_ci(np.full(5, 3.0)).mean, mean_ci(np.full(5, 3.0)).half_width) == (3.0, 0.0)
 
 
 def test_eval_seeds_are_disjoint_from_training_seeds() -> None:

@@ -16,7 +16,7 @@ from agents.policy import (
 )
 from cluster_envs.envs.rollout import rollout
 from cluster_envs.errors import ConfigError
-from cluster_envs.policies.registry import make_policy
+from cluster_envs.policies import make_agent, make_policy
 from cluster_envs.runner import run_episode
 
 ENV = "cluster_envs/MoldableScheduling-v0"
@@ -36,7 +36,7 @@ def test_pretrained_is_shipped_small_and_documented() -> None:
 
 
 def test_pretrained_beats_random_masked_actions_on_fixed_seeds() -> None:
-    agent = make_policy("pretrained:MoldableScheduling-v0")
+    agent = make_agent("pretrained:MoldableScheduling-v0")
     assert isinstance(agent, Sb3Agent) and agent.maskable
     card = pretrained_info("MoldableScheduling-v0")
     env = gym.make(ENV, **card["env_kwargs"])
@@ -52,22 +52,29 @@ def test_pretrained_beats_random_masked_actions_on_fixed_seeds() -> None:
 
 
 def test_namespaced_name_and_unknown_name() -> None:
-    assert isinstance(make_policy("pretrained:cluster_envs/MoldableScheduling-v0"), Sb3Agent)
+    assert isinstance(make_agent("pretrained:cluster_envs/MoldableScheduling-v0"), Sb3Agent)
     with pytest.raises(ConfigError, match="did you mean 'MoldableScheduling-v0'"):
-        make_policy("pretrained:MoldableSchedulin-v0")
+        make_agent("pretrained:MoldableSchedulin-v0")
     with pytest.raises(FileNotFoundError, match="does not exist"):
-        make_policy("sb3:/nowhere/model.zip")
+        make_agent("sb3:/nowhere/model.zip")
 
 
 def test_sb3_agents_say_they_need_an_env() -> None:
     workload = cluster_envs.load_workload("philly-sample", num_jobs=5)
-    with pytest.raises(ConfigError, match="through a Gymnasium env"):
+    with pytest.raises(ConfigError, match="trained agent, not a heuristic"):
         run_episode(workload, "pretrained:MoldableScheduling-v0", "pollux-testbed")
+    # The loaded object is not a SchedulingPolicy: the runner refuses it by type.
+    with pytest.raises(ConfigError, match="not a SchedulingPolicy"):
+        run_episode(workload, make_agent("pretrained:MoldableScheduling-v0"), "pollux-testbed")
+    with pytest.raises(ConfigError, match="not a heuristic"):
+        make_policy("sb3:/nowhere/model.zip")
+    with pytest.raises(ConfigError, match="did you mean 'sb3'"):
+        make_agent("sb33:/nowhere/model.zip")
 
 
 def test_pretrained_metis_beats_random_and_reproduces_its_card() -> None:
     card = pretrained_info("MetisAllocation-v0")
-    agent = make_policy("pretrained:MetisAllocation-v0")
+    agent = make_agent("pretrained:MetisAllocation-v0")
     env = gym.make(card["env_id"], **card["env_kwargs"])
     trained = [rollout(env, agent, s) for s in SEEDS]
     random = [rollout(env, RandomMaskedAgent(), s) for s in SEEDS]

@@ -149,3 +149,22 @@ def test_vecnormalize_run_saves_and_reuses_statistics(tmp_path: Path) -> None:
     assert np.any(mean != 0)  # statistics were learned, not defaults
     result = rollout(_toy_env(), agent, seed=5)
     assert result.metrics["num_unfinished"] == 0
+
+
+def test_a_run_shorter_than_eval_freq_still_saves_best_model(tmp_path: Path) -> None:
+    result = tiny_train("a2c", tmp_path / "short", timesteps=64, eval_freq=10_000)
+    assert result.best_model is not None and result.best_model.is_file()
+    config = (tmp_path / "short" / "config.yml").read_text()
+    assert "eval_freq: 64" in config  # the evaluation period actually used is recorded
+
+
+def test_run_spec_is_the_one_description_of_a_run(tmp_path: Path) -> None:
+    from agents.train import RunSpec, plan_run
+
+    spec = RunSpec("a2c", "MoldableScheduling-v0", tmp_path / "x", timesteps=50, env_kwargs=TOY,
+                   hyperparams=TINY["a2c"], eval_freq=200)  # fmt: skip
+    plan = plan_run(spec)
+    assert plan.env_id == ENV and plan.budget == 50 and plan.eval_freq == 50
+    assert not (tmp_path / "x").exists()  # planning writes nothing
+    with pytest.raises(ConfigError, match="--eval-freq"):
+        plan_run(RunSpec("a2c", ENV, tmp_path / "y", timesteps=50, eval_freq=-1))

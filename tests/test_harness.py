@@ -10,10 +10,12 @@ import pytest
 from PIL import Image
 
 from cluster_envs.cli import main
+from cluster_envs.envs.registration import resolve_env_id
 from cluster_envs.errors import ConfigError
 from cluster_envs.harness.backends import run_grid
-from cluster_envs.harness.grid import make_cells, parse_seeds, resolve_env_id
+from cluster_envs.harness.grid import make_cells
 from cluster_envs.harness.stats import mean_ci, paired_difference, summarize
+from cluster_envs.seeds import parse_seeds
 
 ARGS = ["--env", "MoldableScheduling-v0", "--policies", "fifo,fifo-skip", "--workload", "toy"]
 
@@ -23,7 +25,11 @@ def test_confidence_interval_matches_hand_computation() -> None:
     # s = sqrt(5/3) = 1.290994; t(0.975, 3) = 3.182446; half = t * s / 2.
     assert ci.mean == pytest.approx(2.5)
     assert ci.half_width == pytest.approx(3.182446 * 1.290994 / 2, rel=1e-5)
-    assert math.isinf(mean_ci([5.0]).half_width)
+    one = mean_ci([5.0])
+    # One seed has no interval: NaN half-width, printed as "n=1", never "± inf" or "± 0".
+    assert one.n == 1 and math.isnan(one.half_width)
+    assert one.format() == "5 (n=1)"
+    assert "±" in ci.format() and "inf" not in ci.format()
     assert mean_ci([float("nan"), 2.0, 4.0]).n == 2
 
 
@@ -137,7 +143,7 @@ def test_worker_processes_give_identical_rows() -> None:
 
 def test_every_suite_names_real_envs_policies_and_shipped_agents() -> None:
     from agents.policy import pretrained_names
-    from cluster_envs.harness.grid import check_policy_name
+    from cluster_envs.policies.trained import check_actor_name
     from cluster_envs.harness.suites import SUITES, get_suite
 
     shipped = set(pretrained_names())
@@ -145,7 +151,7 @@ def test_every_suite_names_real_envs_policies_and_shipped_agents() -> None:
         for entry in get_suite(name):
             resolve_env_id(entry.env)
             for policy in entry.policies:
-                check_policy_name(policy)
+                check_actor_name(policy)
                 if policy.startswith("pretrained:"):
                     assert policy.split(":", 1)[1] in shipped, f"{policy} is not shipped"
     with pytest.raises(ConfigError, match="did you mean 'default'"):

@@ -7,7 +7,7 @@ from helpers import make_job
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from cluster_envs.envs.projection import (
+from cluster_envs.policies.projection import (
     AllocationState,
     counts_after,
     eligible_ids,

@@ -30,7 +30,7 @@ from baselines.placement.cost import Configuration
 from baselines.placement.encoding import PlacementEncoding
 from baselines.placement.problem import PlacementInstance
 from cluster_envs.perf import zoo
-from cluster_envs.policies.placement import fewest_nodes
+from cluster_envs.policies.placement import consolidate
 from cluster_envs.sim.contention import Contention
 from cluster_envs.types import Placement
 
@@ -40,17 +40,7 @@ TETRIS_SPEED_WEIGHT = 1.0
 
 def consolidate_one(free: np.ndarray, speed: np.ndarray, num_gpus: int) -> Placement:
     """Consolidated first-fit of one job, fastest type first (module docstring)."""
-    fits = np.flatnonzero(free >= num_gpus)
-    if fits.size:
-        fits = fits[speed[fits] == speed[fits].max()]
-        return ((int(fits[0]), num_gpus),)
-    best: Placement | None = None
-    for s in np.unique(speed)[::-1]:
-        found = fewest_nodes(free, np.flatnonzero((speed == s) & (free > 0)), num_gpus)
-        if found is not None and (best is None or len(found) < len(best)):
-            best = found
-    if best is None:
-        best = fewest_nodes(free, np.flatnonzero(free > 0), num_gpus)
+    best = consolidate(free, speed, num_gpus, "first-fit")
     assert best is not None, "instance guarantees the batch fits"
     return best
 

@@ -16,15 +16,15 @@ from cluster_envs.envs.config import split_kwargs
 from cluster_envs.envs.episodes import SYNTHETIC_JOBS
 from cluster_envs.envs.metis_features import JOB_FEATURES
 from cluster_envs.envs.metis_scale_free import metis_encoder
-from cluster_envs.envs.projection import (
+from cluster_envs.errors import ConfigError, InfeasibleDecisionError
+from cluster_envs.policies.base import SchedulingPolicy
+from cluster_envs.policies.projection import (
     DEFAULT_NUM_SLOTS,
     AllocationState,
     counts_after,
     eligible_ids,
     plan_allocation,
 )
-from cluster_envs.errors import ConfigError, InfeasibleDecisionError
-from cluster_envs.policies.base import SchedulingPolicy
 from cluster_envs.policies.registry import make_policy
 from cluster_envs.sim.metrics import compute_metrics
 from cluster_envs.sim.quality import (
@@ -126,7 +126,7 @@ class MetisAllocationEnv(ClusterEnvBase):
     ## Action Space
     ``MultiDiscrete([G + 1] * J)``: entry ``k`` is the GPU count requested for slot
     ``k``. Requests are projected onto a feasible allocation by the rule of
-    :mod:`cluster_envs.envs.projection` (clamp to ``{0} U [min, max]``; if the total
+    :mod:`cluster_envs.policies.projection` (clamp to ``{0} U [min, max]``; if the total
     exceeds the cluster, cut the largest first) and placed by its consolidated rule;
     unchanged counts keep their GPUs. ``action_masks()`` (flat, per dimension, as
     MaskablePPO expects) allows 0 and the job's ``[min, max]``; empty slots allow 0.

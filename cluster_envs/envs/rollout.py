@@ -3,7 +3,7 @@
 An *agent* here is anything with ``act(env, obs, info) -> action``. Heuristic
 SchedulingPolicies become agents through :class:`HeuristicAgent`, which asks the policy
 for a decision on the simulator's view and lets the env translate its first action;
-SB3 models through ``agents.policy`` (``predict`` with masks). :func:`rollout` plays one
+trained agents (``make_agent``) through their own ``act``. :func:`rollout` plays one
 episode and returns its metrics, so a heuristic's metrics through the env can be compared
 with the no-gym runner's on the same workload (the parity check).
 """

@@ -12,6 +12,7 @@ from typing import Any
 
 from cluster_envs.errors import ConfigError
 from cluster_envs.harness.grid import Cell, run_cell
+from cluster_envs.names import unknown_name
 
 
 def _progress(total: int, enabled: bool, desc: str) -> Any:
@@ -83,5 +84,5 @@ def run_grid(
 ) -> list[dict]:
     """Run every cell with the named backend."""
     if backend not in BACKENDS:
-        raise ConfigError(f"unknown backend {backend!r}; use one of {', '.join(BACKENDS)}")
+        raise unknown_name("backend", backend, BACKENDS)
     return BACKENDS[backend](cells, workers=workers, progress=progress, address=address)

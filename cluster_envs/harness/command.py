@@ -7,19 +7,17 @@ import json
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from cluster_envs.cli_util import check_out_folder, comma_list, comma_lists
 from cluster_envs.errors import ConfigError
-from cluster_envs.harness.backends import BACKENDS, run_grid
-from cluster_envs.harness.grid import (
-    Cell,
-    check_policy_name,
-    make_cells,
-    parse_seeds,
-    resolve_env_id,
-)
-from cluster_envs.harness.report import write_outputs
-from cluster_envs.harness.suites import get_suite
+from cluster_envs.seeds import parse_seeds
+
+if TYPE_CHECKING:
+    from cluster_envs.harness.grid import Cell
+
+#: Backends of ``--backend`` (the functions live in ``harness.backends``, imported on use).
+BACKEND_NAMES = ("local", "ray")
 
 RESULTS_SCHEMA_VERSION = 1
 
@@ -33,17 +31,28 @@ def _add(p: argparse.ArgumentParser) -> None:
         default="default",
         help="env presets, comma-separated (default, toy, pollux, philly, ...)",
     )
-    p.add_argument("--trace", action="append", default=[], help="a trace file (repeatable)")
+    p.add_argument(
+        "--trace", action="append", default=[], help="trace file(s): repeat or comma-separate"
+    )
     p.add_argument("--seeds", default="100-104", help="e.g. 100-109 or 100,101,105")
     p.add_argument("--env-kwargs", default="{}", help="JSON kwargs for every env")
-    p.add_argument("--baselines", default=None, help="policies counted as baselines")
-    p.add_argument("--runs", action="append", default=[], help="TensorBoard run dirs to plot")
-    p.add_argument("--search-traces", action="append", default=[], help="place --json outputs")
+    p.add_argument(
+        "--baselines", dest="reference_policies", default=None,
+        help="policies counted as baselines, comma-separated (default: every heuristic)",
+    )  # fmt: skip
+    p.add_argument(
+        "--runs", action="append", default=[],
+        help="TensorBoard run dirs to plot: repeat or comma-separate (a,b)",
+    )  # fmt: skip
+    p.add_argument(
+        "--search-traces", action="append", default=[],
+        help="place --out trace JSON files: repeat or comma-separate",
+    )  # fmt: skip
     p.add_argument(
         "--out", default=None, help="output folder (default: results/<suite>-<UTC time>)"
     )
     p.add_argument("--force", action="store_true", help="overwrite an existing output folder")
-    p.add_argument("--backend", default="local", choices=sorted(BACKENDS))
+    p.add_argument("--backend", default="local", choices=BACKEND_NAMES)
     p.add_argument("--workers", type=int, default=1)
     p.add_argument("--address", default=None, help="Ray cluster address (ray backend)")
     p.add_argument("--no-progress", action="store_true")
@@ -65,9 +74,9 @@ def _workloads(args: argparse.Namespace) -> dict[str, dict[str, Any]]:
     """Workload name -> env kwargs, from ``--workload`` presets and ``--trace`` files."""
     base = _base_kwargs(args)
     workloads = {}
-    for name in [w.strip() for w in args.workload.split(",") if w.strip()]:
+    for name in comma_list(args.workload, "--workload"):
         workloads[name] = {**base, "preset": name}
-    for trace in args.trace:
+    for trace in comma_lists(args.trace, "--trace"):
         if not Path(trace).exists():
             raise ConfigError(f"trace file {trace!r} does not exist")
         workloads[f"trace:{Path(trace).name}"] = {**base, "trace": trace, "num_jobs": None}
@@ -77,33 +86,64 @@ def _workloads(args: argparse.Namespace) -> dict[str, dict[str, Any]]:
 
 
 def _check_out(out: Path, force: bool) -> None:
+    check_out_folder(out)
     if out.exists() and any(out.iterdir()) and not force:
         raise ConfigError(f"{out} already holds files; pass --force to overwrite them")
     out.mkdir(parents=True, exist_ok=True)
 
 
+def _check_envs(cells: list[Cell]) -> None:
+    """Build each (env, workload) once, so bad presets or kwargs fail before any output."""
+    import gymnasium as gym
+
+    seen: set[tuple[str, str]] = set()
+    for cell in cells:
+        if (cell.env_id, cell.workload) not in seen:
+            seen.add((cell.env_id, cell.workload))
+            try:
+                gym.make(cell.env_id, **cell.env_kwargs).close()
+            except TypeError as exc:
+                raise ConfigError(f"{cell.env_id} / {cell.workload}: {exc}") from None
+
+
 def _cells(args: argparse.Namespace, seeds: list[int]) -> tuple[list[Cell], dict[str, Any]]:
-    """The grid of ``--suite`` or of ``--env`` x ``--workload``/``--trace`` x ``--policies``."""
+    """The grid of ``--suite`` or of ``--env`` x ``--workload``/``--trace`` x ``--policies``.
+
+    Names are checked (with suggestions) before the simulator is imported, so a typo
+    answers at once.
+    """
+    described = _grid(args)
+    from cluster_envs.harness.grid import make_cells
+
+    cells: list[Cell] = []
+    for env_id, entry in described.items():
+        cells += make_cells([env_id], entry["workloads"], entry["policies"], seeds)
+    return cells, described
+
+
+def _grid(args: argparse.Namespace) -> dict[str, Any]:
+    """Env id -> its workloads (name -> env kwargs) and policies, every name checked."""
+    from cluster_envs.envs.registration import resolve_env_id
+    from cluster_envs.harness.suites import get_suite
+    from cluster_envs.policies.trained import check_actor_name
+
     if args.suite is not None:
         if args.env or args.policies:
             raise ConfigError("give either --suite or --env/--policies, not both")
         base = _base_kwargs(args)
-        cells: list[Cell] = []
         described: dict[str, Any] = {}
         for entry in get_suite(args.suite):
-            env_id = resolve_env_id(entry.env)
-            policies = [check_policy_name(p) for p in entry.policies]
-            workloads = {w: {**base, "preset": w} for w in entry.workloads}
-            cells += make_cells([env_id], workloads, policies, seeds)
-            described[env_id] = {"workloads": workloads, "policies": policies}
-        return cells, described
+            described[resolve_env_id(entry.env)] = {
+                "workloads": {w: {**base, "preset": w} for w in entry.workloads},
+                "policies": [check_actor_name(p) for p in entry.policies],
+            }
+        return described
     if not args.env or not args.policies:
         raise ConfigError("give --suite NAME, or --env and --policies")
-    envs = [resolve_env_id(e.strip()) for e in args.env.split(",") if e.strip()]
-    policies = [check_policy_name(p.strip()) for p in args.policies.split(",") if p.strip()]
+    envs = [resolve_env_id(e) for e in comma_list(args.env, "--env")]
+    policies = [check_actor_name(p) for p in comma_list(args.policies, "--policies")]
     workloads = _workloads(args)
-    described = {env: {"workloads": workloads, "policies": policies} for env in envs}
-    return make_cells(envs, workloads, policies, seeds), described
+    return {env: {"workloads": workloads, "policies": policies} for env in envs}
 
 
 def run(args: argparse.Namespace) -> int:
@@ -111,14 +151,19 @@ def run(args: argparse.Namespace) -> int:
     seeds = parse_seeds(args.seeds)
     if args.workers < 1:
         raise ConfigError(f"--workers must be >= 1, got {args.workers}")
+    if args.out:
+        check_out_folder(args.out)
     cells, described = _cells(args, seeds)
+    import cluster_envs  # noqa: F401  (registers the env ids)
+    from cluster_envs.harness.backends import run_grid
+    from cluster_envs.harness.report import write_outputs
+    from cluster_envs.policies.trained import is_agent_spec
+
+    _check_envs(cells)
     policies = list(dict.fromkeys(c.policy for c in cells))
     envs = list(dict.fromkeys(c.env_id for c in cells))
-    baselines = (
-        [p.strip() for p in args.baselines.split(",")]
-        if args.baselines
-        else [p for p in policies if ":" not in p]
-    )
+    counted = args.reference_policies and comma_list(args.reference_policies, "--baselines")
+    reference = counted or [p for p in policies if not is_agent_spec(p)]
     stamp = time.strftime("%Y%m%d-%H%M%S", time.gmtime())
     out = Path(args.out) if args.out else Path("results") / f"{args.suite or 'benchmark'}-{stamp}"
     _check_out(out, args.force)
@@ -133,7 +178,7 @@ def run(args: argparse.Namespace) -> int:
         "envs": envs,
         "grid": described,
         "policies": policies,
-        "baselines": baselines,
+        "baselines": reference,
         "seeds": seeds,
         "backend": args.backend,
         "wall_s": time.perf_counter() - start,
@@ -142,10 +187,10 @@ def run(args: argparse.Namespace) -> int:
         rows,
         meta,
         out,
-        baselines,
+        reference,
         plots_enabled=not args.no_plots,
-        run_dirs=[Path(r) for r in args.runs],
-        search_traces=[Path(t) for t in args.search_traces],
+        run_dirs=[Path(r) for r in comma_lists(args.runs, "--runs")],
+        search_traces=[Path(t) for t in comma_lists(args.search_traces, "--search-traces")],
     )
     print(table)
     print(f"\nresults, summary and plots: {out}/")

@@ -15,61 +15,11 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
-from cluster_envs.config import suggest
-from cluster_envs.envs.registration import env_ids
 from cluster_envs.envs.rollout import rollout
-from cluster_envs.errors import ClusterEnvsError, ConfigError
-from cluster_envs.policies.registry import PREFIXES, make_policy, policy_names
+from cluster_envs.errors import ClusterEnvsError
+from cluster_envs.policies.base import SchedulingPolicy
+from cluster_envs.policies.trained import is_agent_spec, make_agent
 from cluster_envs.runner import run_episode
-
-ENV_NAMESPACE = "cluster_envs/"
-
-
-def resolve_env_id(name: str) -> str:
-    """``MoldableScheduling-v0`` or the full id -> the registered id (or a clear error)."""
-    full = name if name.startswith(ENV_NAMESPACE) else ENV_NAMESPACE + name
-    ids = env_ids()
-    if full not in ids:
-        short = [i.removeprefix(ENV_NAMESPACE) for i in ids]
-        raise ConfigError(
-            f"unknown env {name!r}{suggest(name.removeprefix(ENV_NAMESPACE), short)}; "
-            f"envs: {', '.join(short)}"
-        )
-    return full
-
-
-def check_policy_name(name: str) -> str:
-    """Validate a policy name against the registry (prefixed names pass through)."""
-    prefix, sep, _ = name.partition(":")
-    if sep and prefix in PREFIXES:
-        return name
-    names = policy_names()
-    if name not in names:
-        raise ConfigError(
-            f"unknown policy {name!r}{suggest(name, names)}; known: {', '.join(names)}"
-        )
-    return name
-
-
-def parse_seeds(text: str) -> list[int]:
-    """``"0-9"``, ``"1,4,7"`` or a mix (``"0-4,10"``) -> the seeds, in the order given.
-
-    Ranges are inclusive; seeds are non-negative; duplicates are dropped.
-    """
-    seeds: list[int] = []
-    for part in str(text).split(","):
-        part = part.strip()
-        lo, sep, hi = part.partition("-")
-        try:
-            first, last = (int(lo), int(hi)) if sep else (int(part), int(part))
-        except ValueError:
-            raise ConfigError(
-                f"bad seeds {text!r}: {part!r} is not N or A-B (use '0-9', '1,4,7' or '0-4,10')"
-            ) from None
-        if last < first:
-            raise ConfigError(f"bad seeds {text!r}: range {part!r} runs backwards")
-        seeds.extend(s for s in range(first, last + 1) if s not in seeds)
-    return seeds
 
 
 @dataclass(frozen=True)
@@ -108,8 +58,8 @@ def run_cell(cell: Cell, keep_details: bool = True) -> dict[str, Any]:
     A heuristic (a SchedulingPolicy) replays the env's episode -- the workload, cluster,
     simulator settings and seed ``env.reset(seed)`` drew -- through the no-gym runner,
     which gives the metrics it would give through the env (the parity tests check this)
-    without the env's window limiting which queued jobs it may pick. An env agent (an SB3
-    model, ``sb3:``/``pretrained:``) plays the episode through the env itself.
+    without the env's window limiting which queued jobs it may pick. A trained agent
+    (``make_agent``: not a SchedulingPolicy) plays the episode through the env itself.
     """
     row: dict[str, Any] = {
         "env": cell.env_id,
@@ -120,11 +70,11 @@ def run_cell(cell: Cell, keep_details: bool = True) -> dict[str, Any]:
     start = time.perf_counter()
     try:
         env = gym.make(cell.env_id, **cell.env_kwargs)
-        prefix, sep, _ = cell.policy.partition(":")
-        if not (sep and prefix in PREFIXES):
-            details, outcome = _run_heuristic(env, cell.policy, cell.seed)
+        actor = _actor(env, cell.policy)
+        if isinstance(actor, SchedulingPolicy):
+            details, outcome = _run_heuristic(env, actor, cell.seed)
         else:
-            result = rollout(env, make_policy(cell.policy), cell.seed)
+            result = rollout(env, actor, cell.seed)
             details = _details_from_sim(env.unwrapped.sim)
             outcome = {
                 "metrics": result.metrics,
@@ -142,10 +92,15 @@ def run_cell(cell: Cell, keep_details: bool = True) -> dict[str, Any]:
     return row
 
 
-def _run_heuristic(env: gym.Env, name: str, seed: int) -> tuple[dict, dict]:
+def _actor(env: gym.Env, name: str) -> Any:
+    """The cell's player: a trained agent, or the heuristic configured like ``env``."""
+    return make_agent(name) if is_agent_spec(name) else env.unwrapped.policy(name)
+
+
+def _run_heuristic(env: gym.Env, policy: SchedulingPolicy, seed: int) -> tuple[dict, dict]:
     env.reset(seed=seed)
     base = env.unwrapped
-    result = run_episode(policy=base.policy(name), **base.runner_args())
+    result = run_episode(policy=policy, **base.runner_args())
     metrics = dict(result.metrics)
     submit, finish = result.jobs["submit_time_s"], result.jobs["finish_s"]
     done = ~np.isnan(finish)

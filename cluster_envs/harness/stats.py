@@ -1,8 +1,11 @@
 """Statistics for benchmark tables: means with Student-t confidence intervals.
 
 With ``n`` seeds, the 95% interval of a mean is ``mean +- t_{0.975, n-1} * s / sqrt(n)``
-with ``s`` the sample standard deviation (ddof=1). One seed gives an infinite half-width
-(reported as such, never as zero).
+with ``s`` the sample standard deviation (ddof=1). One seed has no interval: its
+half-width is NaN and it prints as ``mean (n=1)``, never as ``± 0`` or ``± inf``.
+
+This is the one confidence-interval function of the project (the CLI, the agents'
+``evaluate``, the model cards and the benchmark scripts all call :func:`mean_ci`).
 """
 
 from __future__ import annotations
@@ -13,7 +16,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from scipy import stats
 
 #: Metrics where larger is better (every other metric is minimised).
 HIGHER_IS_BETTER = frozenset({"gpu_utilization", "quality_auc", "episode_return"})
@@ -48,11 +50,14 @@ class MeanCI:
         return self.mean + self.half_width
 
     def format(self, digits: int = 3) -> str:
-        """``mean ± half`` with a sensible number of significant digits."""
+        """``mean ± half`` with a sensible number of significant digits.
+
+        One sample prints as ``mean (n=1)``: there is no interval to show.
+        """
         if math.isnan(self.mean):
             return "nan"
-        if math.isinf(self.half_width):
-            return f"{_fmt(self.mean, digits)} ± inf"
+        if not math.isfinite(self.half_width):
+            return f"{_fmt(self.mean, digits)} (n={self.n})"
         return f"{_fmt(self.mean, digits)} ± {_fmt(self.half_width, digits)}"
 
 
@@ -65,7 +70,16 @@ def _fmt(x: float, digits: int) -> str:
 
 
 def mean_ci(values: Iterable[float], confidence: float = 0.95) -> MeanCI:
-    """Mean and Student-t confidence half-width of ``values`` (NaNs dropped)."""
+    """Mean and Student-t confidence half-width of ``values`` (NaNs and ``None`` dropped).
+
+    Args:
+        values: Samples (one per seed).
+        confidence: Coverage of the interval, in (0, 1).
+
+    Returns:
+        ``MeanCI``; ``half_width`` is NaN when fewer than two samples remain (and the
+        mean too when none does).
+    """
     arr = np.asarray([v for v in values if v is not None], dtype=float)
     arr = arr[~np.isnan(arr)]
     n = len(arr)
@@ -73,7 +87,9 @@ def mean_ci(values: Iterable[float], confidence: float = 0.95) -> MeanCI:
         return MeanCI(float("nan"), float("nan"), 0)
     mean = float(arr.mean())
     if n == 1:
-        return MeanCI(mean, float("inf"), 1)
+        return MeanCI(mean, float("nan"), 1)
+    from scipy import stats  # imported here: the CLI must start without scipy
+
     sem = float(arr.std(ddof=1)) / math.sqrt(n)
     t = float(stats.t.ppf(0.5 + confidence / 2.0, df=n - 1))
     return MeanCI(mean, t * sem, n)

@@ -9,8 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from cluster_envs.config import suggest
-from cluster_envs.errors import ConfigError
+from cluster_envs.names import unknown_name
 
 
 @dataclass(frozen=True)
@@ -60,7 +59,5 @@ SUITES: dict[str, tuple[SuiteEntry, ...]] = {
 def get_suite(name: str) -> tuple[SuiteEntry, ...]:
     """The suite ``name`` (or a clear error with the closest name)."""
     if name not in SUITES:
-        raise ConfigError(
-            f"unknown suite {name!r}{suggest(name, SUITES)}; suites: {', '.join(SUITES)}"
-        )
+        raise unknown_name("suite", name, SUITES, listed="suites")
     return SUITES[name]

@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from cluster_envs.config import suggest
+from cluster_envs.config import unknown_name
 from cluster_envs.errors import ConfigError
 from cluster_envs.perf.quality import QualityCurve
 from cluster_envs.perf.throughput import PolluxThroughput
@@ -109,10 +109,7 @@ def get_model(name: str) -> ZooModel:
         ConfigError: Unknown name (with a close-match suggestion).
     """
     if name not in ZOO_MODELS:
-        raise ConfigError(
-            f"unknown zoo model {name!r}{suggest(str(name), ZOO_MODELS)}; "
-            f"models: {', '.join(ZOO_MODELS)}"
-        )
+        raise unknown_name("zoo model", name, ZOO_MODELS, listed="models")
     return _build(name, zoo_data()["models"][name])
 
 

@@ -9,11 +9,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from cluster_envs.errors import ConfigError
+from cluster_envs.names import unknown_name
 from cluster_envs.sim.view import ClusterView, JobStatus
 from cluster_envs.types import Placement
 
 STRATEGIES = ("first-fit", "best-fit")
+#: How a job too large for any one node is split: over the fewest nodes of any GPU type
+#: (ties: the faster type), or over the fewest nodes of the fastest type with room.
+SPLITS = ("fewest-nodes", "fastest-type")
 
 
 def fewest_nodes(free: np.ndarray, nodes: np.ndarray, num_gpus: int) -> Placement | None:
@@ -33,6 +36,52 @@ def fewest_nodes(free: np.ndarray, nodes: np.ndarray, num_gpus: int) -> Placemen
     return tuple(sorted(out))
 
 
+def consolidate(
+    free: np.ndarray,
+    node_speed: np.ndarray,
+    num_gpus: int,
+    strategy: str = "first-fit",
+    prefer_fast: bool = True,
+    split: str = "fewest-nodes",
+) -> Placement | None:
+    """Consolidated placement of ``num_gpus`` GPUs: the project's one copy of the rule.
+
+    One node if one fits the whole job (``first-fit``: the lowest id; ``best-fit``: the
+    fewest free GPUs, ties lower id), among the fastest GPU type that has such a node when
+    ``prefer_fast``. Otherwise the job is split as :data:`SPLITS` says, within one GPU
+    type when possible (a data-parallel job runs at its slowest GPU's pace), else over
+    any nodes.
+
+    Args:
+        free: Free GPUs per node.
+        node_speed: Relative compute speed per node (same length as ``free``).
+        num_gpus: GPUs to place (>= 1).
+        strategy: ``"first-fit"`` or ``"best-fit"`` (single-node choice).
+        prefer_fast: Try the fastest GPU type first (else node order, any type).
+        split: ``"fewest-nodes"`` or ``"fastest-type"`` (multi-node choice).
+
+    Returns:
+        ``((node, gpus), ...)`` sorted by node, or ``None`` if fewer GPUs are free.
+    """
+    fits = np.flatnonzero(free >= num_gpus)
+    if fits.size:
+        if prefer_fast:
+            fits = fits[node_speed[fits] == node_speed[fits].max()]
+        node = fits[np.argmin(free[fits])] if strategy == "best-fit" else fits[0]
+        return ((int(node), int(num_gpus)),)
+    speeds = np.unique(node_speed)[::-1] if prefer_fast else np.unique(node_speed)
+    best: Placement | None = None
+    for speed in speeds:
+        found = fewest_nodes(free, np.flatnonzero((node_speed == speed) & (free > 0)), num_gpus)
+        if found is not None and split == "fastest-type":
+            return found
+        if found is not None and (best is None or len(found) < len(best)):
+            best = found
+    if best is None:
+        best = fewest_nodes(free, np.flatnonzero(free > 0), num_gpus)
+    return best
+
+
 class ConsolidatedPlacement:
     """Pack a job onto as few nodes as possible.
 
@@ -44,7 +93,7 @@ class ConsolidatedPlacement:
 
     def __init__(self, strategy: str = "first-fit", prefer_fast: bool = True) -> None:
         if strategy not in STRATEGIES:
-            raise ConfigError(f"unknown placement strategy {strategy!r}; use one of {STRATEGIES}")
+            raise unknown_name("placement strategy", strategy, STRATEGIES)
         self.strategy = strategy
         self.prefer_fast = prefer_fast
         self.name = f"consolidated-{strategy}"
@@ -52,27 +101,7 @@ class ConsolidatedPlacement:
     def place(
         self, view: ClusterView, job: JobStatus, num_gpus: int, free: np.ndarray
     ) -> Placement | None:
-        fits = np.flatnonzero(free >= num_gpus)
-        if fits.size:
-            if self.prefer_fast:
-                fits = fits[view.node_speed[fits] == view.node_speed[fits].max()]
-            if self.strategy == "best-fit":
-                node = fits[np.argmin(free[fits])]  # argmin returns the lowest id on ties
-            else:
-                node = fits[0]
-            return ((int(node), num_gpus),)
-        speeds = (
-            np.unique(view.node_speed)[::-1] if self.prefer_fast else np.unique(view.node_speed)
-        )
-        best: Placement | None = None
-        for speed in speeds:
-            nodes = np.flatnonzero((view.node_speed == speed) & (free > 0))
-            found = fewest_nodes(free, nodes, num_gpus)
-            if found is not None and (best is None or len(found) < len(best)):
-                best = found
-        if best is None:
-            best = fewest_nodes(free, np.flatnonzero(free > 0), num_gpus)
-        return best
+        return consolidate(free, view.node_speed, num_gpus, self.strategy, self.prefer_fast)
 
 
 class SpreadPlacement:

@@ -44,7 +44,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from cluster_envs.config import GPU_SPEED, suggest
+from cluster_envs.config import GPU_SPEED, unknown_name
 from cluster_envs.errors import ConfigError
 from cluster_envs.perf import zoo
 from cluster_envs.perf.goodput import GoodputSpeed, get_goodput_model
@@ -118,22 +118,15 @@ class JobOptions:
 
     def __post_init__(self) -> None:
         if self.batch_sizes not in BATCH_RULES:
-            raise ConfigError(
-                f"unknown batch_sizes rule {self.batch_sizes!r}"
-                f"{suggest(self.batch_sizes, BATCH_RULES)}; rules: {', '.join(BATCH_RULES)}"
-            )
+            raise unknown_name("batch_sizes rule", self.batch_sizes, BATCH_RULES, listed="rules")
         if not isinstance(self.kind, JobKind):
             kinds = [k.value for k in JobKind]
             if self.kind not in kinds:
-                raise ConfigError(
-                    f"unknown job kind {self.kind!r}{suggest(str(self.kind), kinds)}; "
-                    f"kinds: {', '.join(kinds)}"
-                )
+                raise unknown_name("job kind", self.kind, kinds, listed="kinds")
             object.__setattr__(self, "kind", JobKind(self.kind))
         if self.reference_gpu_type not in GPU_SPEED:
-            raise ConfigError(
-                f"unknown reference_gpu_type {self.reference_gpu_type!r}"
-                f"{suggest(self.reference_gpu_type, GPU_SPEED)}; known: {', '.join(GPU_SPEED)}"
+            raise unknown_name(
+                "reference_gpu_type", self.reference_gpu_type, GPU_SPEED, listed="known"
             )
         if self.ref_gpus_per_node < 1:
             raise ConfigError(f"ref_gpus_per_node must be >= 1, got {self.ref_gpus_per_node}")
@@ -227,9 +220,8 @@ class JobFactory:
         if model == HPC_MODEL:
             return self._make_hpc(record, job_id)
         if model not in zoo.ZOO_MODELS:
-            raise ConfigError(
-                f"record {record.name!r}: unknown model {model!r}{suggest(model, zoo.ZOO_MODELS)}"
-            )
+            error = unknown_name("model", model, zoo.ZOO_MODELS, listed="models")
+            raise ConfigError(f"record {record.name!r}: {error}")
         batch = record.batch_size or self._batch(model, record.num_gpus)
         if opts.adaptive_batch:
             return self._make_adaptive(record, job_id, model)

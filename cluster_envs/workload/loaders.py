@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from cluster_envs.config import check_keys, suggest
+from cluster_envs.config import check_keys, suggest, unknown_name
 from cluster_envs.errors import ConfigError, TraceFormatError
 from cluster_envs.types import JobKind
 from cluster_envs.workload import formats, synthetic
@@ -274,9 +274,7 @@ def load_workload(
     }
     target = os.fspath(path_or_preset)
     if format is not None and format not in FORMATS:
-        raise ConfigError(
-            f"unknown format {format!r}{suggest(format, FORMATS)}; formats: {', '.join(FORMATS)}"
-        )
+        raise unknown_name("format", format, FORMATS, listed="formats")
     if not os.path.isfile(target):
         if target in PRESETS and format is None:
             return _preset(target, options)

@@ -8,7 +8,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from cluster_envs.config import GPU_SPEED, suggest
+from cluster_envs.config import GPU_SPEED, unknown_name
 from cluster_envs.errors import ConfigError
 from cluster_envs.types import JobSpec
 from cluster_envs.workload.jobs import reference_runtime_s
@@ -51,9 +51,8 @@ class Workload:
                     "jobs must be in submission order (use Workload.from_jobs to sort)"
                 )
         if self.reference_gpu_type not in GPU_SPEED:
-            raise ConfigError(
-                f"unknown reference_gpu_type {self.reference_gpu_type!r}"
-                f"{suggest(self.reference_gpu_type, GPU_SPEED)}"
+            raise unknown_name(
+                "reference_gpu_type", self.reference_gpu_type, GPU_SPEED, listed="known"
             )
 
     @classmethod

@@ -40,7 +40,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from cluster_envs.policies.placement import fewest_nodes
+from cluster_envs.policies.placement import consolidate
 from cluster_envs.types import Allocate, Decision, Placement
 
 if TYPE_CHECKING:
@@ -177,16 +177,7 @@ def _shrunk(placement: Placement, count: int) -> Placement:
 
 def place(free: np.ndarray, node_speed: np.ndarray, count: int) -> Placement:
     """Consolidated best-fit placement of ``count`` GPUs (``free`` must hold them)."""
-    for speed in np.unique(node_speed)[::-1]:
-        fits = np.flatnonzero((node_speed == speed) & (free >= count))
-        if fits.size:
-            node = fits[np.argmin(free[fits])]
-            return ((int(node), int(count)),)
-    for speed in np.unique(node_speed)[::-1]:
-        found = fewest_nodes(free, np.flatnonzero(node_speed == speed), count)
-        if found is not None:
-            return found
-    found = fewest_nodes(free, np.arange(len(free)), count)
+    found = consolidate(free, node_speed, count, "best-fit", split="fastest-type")
     if found is None:
         raise ValueError(f"{count} GPUs do not fit in {int(free.sum())} free")
     return found
