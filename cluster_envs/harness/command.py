@@ -11,6 +11,8 @@ from typing import Any
 
 from cluster_envs.errors import ConfigError
 from cluster_envs.harness.backends import BACKENDS, run_grid
+from cluster_envs.harness.generalization import DEFAULT_SEEDS, split_incompatible
+from cluster_envs.harness.generalization_report import write_generalization
 from cluster_envs.harness.grid import (
     Cell,
     check_policy_name,
@@ -34,7 +36,9 @@ def _add(p: argparse.ArgumentParser) -> None:
         help="env presets, comma-separated (default, toy, pollux, philly, ...)",
     )
     p.add_argument("--trace", action="append", default=[], help="a trace file (repeatable)")
-    p.add_argument("--seeds", default="100-104", help="e.g. 100-109 or 100,101,105")
+    p.add_argument("--seeds", default=None, help="e.g. 100-109 or 100,101,105 (default 100-104)")
+    p.add_argument("--quick", action="store_true", help="generalization suite: 12 jobs/episode")
+    p.add_argument("--no-agents", action="store_true", help="--suite: heuristics only")
     p.add_argument("--env-kwargs", default="{}", help="JSON kwargs for every env")
     p.add_argument("--baselines", default=None, help="policies counted as baselines")
     p.add_argument("--runs", action="append", default=[], help="TensorBoard run dirs to plot")
@@ -93,7 +97,9 @@ def _cells(args: argparse.Namespace, seeds: list[int]) -> tuple[list[Cell], dict
         for entry in get_suite(args.suite):
             env_id = resolve_env_id(entry.env)
             policies = [check_policy_name(p) for p in entry.policies]
-            workloads = {w: {**base, "preset": w} for w in entry.workloads}
+            if args.no_agents:
+                policies = [p for p in policies if ":" not in p]
+            workloads = entry.env_kwargs(base, quick=args.quick)
             cells += make_cells([env_id], workloads, policies, seeds)
             described[env_id] = {"workloads": workloads, "policies": policies}
         return cells, described
@@ -108,7 +114,8 @@ def _cells(args: argparse.Namespace, seeds: list[int]) -> tuple[list[Cell], dict
 
 def run(args: argparse.Namespace) -> int:
     """Run the benchmark described by ``args``."""
-    seeds = parse_seeds(args.seeds)
+    default_seeds = DEFAULT_SEEDS if args.suite == "generalization" else "100-104"
+    seeds = parse_seeds(args.seeds or default_seeds)
     if args.workers < 1:
         raise ConfigError(f"--workers must be >= 1, got {args.workers}")
     cells, described = _cells(args, seeds)
@@ -123,9 +130,13 @@ def run(args: argparse.Namespace) -> int:
     out = Path(args.out) if args.out else Path("results") / f"{args.suite or 'benchmark'}-{stamp}"
     _check_out(out, args.force)
     start = time.perf_counter()
+    cells, incompatible = (
+        split_incompatible(cells) if args.suite == "generalization" else (cells, [])
+    )
     rows = run_grid(
         cells, args.backend, args.workers, progress=not args.no_progress, address=args.address
     )
+    rows += incompatible
     meta = {
         "schema_version": RESULTS_SCHEMA_VERSION,
         "command": ["cluster-envs", *sys.argv[1:]] if sys.argv else [],
@@ -135,6 +146,7 @@ def run(args: argparse.Namespace) -> int:
         "policies": policies,
         "baselines": baselines,
         "seeds": seeds,
+        "quick": args.quick,
         "backend": args.backend,
         "wall_s": time.perf_counter() - start,
     }
@@ -148,8 +160,10 @@ def run(args: argparse.Namespace) -> int:
         search_traces=[Path(t) for t in args.search_traces],
     )
     print(table)
+    if args.suite == "generalization":
+        print(write_generalization(rows, meta, out))
     print(f"\nresults, summary and plots: {out}/")
-    errors = [r for r in rows if r["status"] != "ok"]
+    errors = [r for r in rows if r["status"] not in ("ok", "incompatible")]
     for r in errors:
         print(f"error: {r['policy']} on {r['env']}/{r['workload']} seed {r['seed']}: {r['error']}")
     return 1 if errors else 0
