@@ -1,7 +1,9 @@
 """Env kwargs -> validated configs, with named presets.
 
 Every env takes JSON-serialisable kwargs: ``preset`` (a named bundle of defaults), then
-overrides of the env's own fields, of the workload source (``workload``, ``trace``,
+overrides of the env's own fields, or ``family`` + ``split`` (a workload family of
+:mod:`cluster_envs.workload.families`, resolved by :mod:`cluster_envs.envs.family_source`)
+instead of ``preset``; then of the workload source (``workload``, ``trace``,
 ``num_jobs``, ``load``, ...), ``cluster`` and ``sim`` (a SimConfig mapping). Unknown keys
 raise a ConfigError naming the key and the closest valid one.
 """
@@ -14,7 +16,9 @@ from typing import Any, TypeVar
 
 from cluster_envs.config import SimConfig, from_dict, suggest
 from cluster_envs.envs.episodes import WorkloadSource, as_tuple
+from cluster_envs.envs.family_source import ENV_OF_CONFIG, FamilySource, family_kwargs
 from cluster_envs.errors import ConfigError
+from cluster_envs.workload.families import FAMILIES
 
 T = TypeVar("T")
 
@@ -27,12 +31,22 @@ def split_kwargs(
 ) -> tuple[T, WorkloadSource, SimConfig]:
     """Resolve ``preset`` + overrides into (env config, workload source, sim config)."""
     kwargs = dict(kwargs)
-    preset = kwargs.pop("preset", "default")
-    if preset not in presets:
-        raise ConfigError(
-            f"unknown preset {preset!r}{suggest(preset, presets)}; presets: {', '.join(presets)}"
-        )
-    merged = {**presets[preset], **kwargs}
+    family, split = kwargs.pop("family", None), kwargs.pop("split", None)
+    if family is not None:
+        if "preset" in kwargs:
+            raise ConfigError("give either family=... or preset=..., not both")
+        env = ENV_OF_CONFIG[env_cls.__name__]
+        merged = {**family_kwargs(env, family, split or "train"), **kwargs}
+    elif split is not None:
+        raise ConfigError(f"split={split!r} needs family=NAME (families: {', '.join(FAMILIES)})")
+    else:
+        preset = kwargs.pop("preset", "default")
+        if preset not in presets:
+            raise ConfigError(
+                f"unknown preset {preset!r}{suggest(preset, presets)}; presets: "
+                + ", ".join(presets)
+            )
+        merged = {**presets[preset], **kwargs}
     env_fields = {f.name for f in dataclasses.fields(env_cls)}  # type: ignore[arg-type]
     source_fields = {f.name for f in dataclasses.fields(WorkloadSource)}
     env_kw: dict[str, Any] = {}
@@ -48,9 +62,13 @@ def split_kwargs(
         elif key in source_fields:
             source_kw[key] = as_tuple(value) if key == "workload" else value
         else:
-            valid = sorted(env_fields | source_fields | {"sim", "preset", "render_mode"})
+            extra = {"sim", "preset", "render_mode", "family", "split"}
+            valid = sorted(env_fields | source_fields | extra)
             raise ConfigError(
                 f"unknown {env_cls.__name__} kwarg {key!r}{suggest(key, valid)}; valid: "
                 + ", ".join(valid)
             )
-    return env_cls(**env_kw), WorkloadSource(**source_kw), from_dict(SimConfig, sim_kw)
+    source = WorkloadSource(**source_kw)
+    if family is not None:
+        source = FamilySource.wrap(source, family, split or "train", env, kwargs)
+    return env_cls(**env_kw), source, from_dict(SimConfig, sim_kw)

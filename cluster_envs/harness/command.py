@@ -34,7 +34,12 @@ def _add(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--trace", action="append", default=[], help="trace file(s): repeat or comma-separate"
     )
-    p.add_argument("--seeds", default="100-104", help="e.g. 100-109 or 100,101,105")
+    p.add_argument(
+        "--seeds", default=None,
+        help="e.g. 100-109 or 100,101,105 (default 100-104; generalization suite 100-109)",
+    )  # fmt: skip
+    p.add_argument("--quick", action="store_true", help="generalization suite: 12 jobs/episode")
+    p.add_argument("--no-agents", action="store_true", help="--suite: heuristics only")
     p.add_argument("--env-kwargs", default="{}", help="JSON kwargs for every env")
     p.add_argument(
         "--baselines", dest="reference_policies", default=None,
@@ -125,7 +130,7 @@ def _grid(args: argparse.Namespace) -> dict[str, Any]:
     """Env id -> its workloads (name -> env kwargs) and policies, every name checked."""
     from cluster_envs.envs.registration import resolve_env_id
     from cluster_envs.harness.suites import get_suite
-    from cluster_envs.policies.trained import check_actor_name
+    from cluster_envs.policies.trained import check_actor_name, is_agent_spec
 
     if args.suite is not None:
         if args.env or args.policies:
@@ -133,10 +138,12 @@ def _grid(args: argparse.Namespace) -> dict[str, Any]:
         base = _base_kwargs(args)
         described: dict[str, Any] = {}
         for entry in get_suite(args.suite):
-            described[resolve_env_id(entry.env)] = {
-                "workloads": {w: {**base, "preset": w} for w in entry.workloads},
-                "policies": [check_actor_name(p) for p in entry.policies],
-            }
+            env_id = resolve_env_id(entry.env)
+            policies = [check_actor_name(p) for p in entry.policies]
+            if args.no_agents:
+                policies = [p for p in policies if not is_agent_spec(p)]
+            workloads = entry.env_kwargs(base, quick=args.quick)
+            described[env_id] = {"workloads": workloads, "policies": policies}
         return described
     if not args.env or not args.policies:
         raise ConfigError("give --suite NAME, or --env and --policies")
@@ -148,7 +155,10 @@ def _grid(args: argparse.Namespace) -> dict[str, Any]:
 
 def run(args: argparse.Namespace) -> int:
     """Run the benchmark described by ``args``."""
-    seeds = parse_seeds(args.seeds)
+    from cluster_envs.harness.generalization import DEFAULT_SEEDS
+
+    default_seeds = DEFAULT_SEEDS if args.suite == "generalization" else "100-104"
+    seeds = parse_seeds(args.seeds or default_seeds)
     if args.workers < 1:
         raise ConfigError(f"--workers must be >= 1, got {args.workers}")
     if args.out:
@@ -156,6 +166,8 @@ def run(args: argparse.Namespace) -> int:
     cells, described = _cells(args, seeds)
     import cluster_envs  # noqa: F401  (registers the env ids)
     from cluster_envs.harness.backends import run_grid
+    from cluster_envs.harness.generalization import split_incompatible
+    from cluster_envs.harness.generalization_report import write_generalization
     from cluster_envs.harness.report import write_outputs
     from cluster_envs.policies.trained import is_agent_spec
 
@@ -168,9 +180,13 @@ def run(args: argparse.Namespace) -> int:
     out = Path(args.out) if args.out else Path("results") / f"{args.suite or 'benchmark'}-{stamp}"
     _check_out(out, args.force)
     start = time.perf_counter()
+    cells, incompatible = (
+        split_incompatible(cells) if args.suite == "generalization" else (cells, [])
+    )
     rows = run_grid(
         cells, args.backend, args.workers, progress=not args.no_progress, address=args.address
     )
+    rows += incompatible
     meta = {
         "schema_version": RESULTS_SCHEMA_VERSION,
         "command": ["cluster-envs", *sys.argv[1:]] if sys.argv else [],
@@ -180,6 +196,7 @@ def run(args: argparse.Namespace) -> int:
         "policies": policies,
         "baselines": reference,
         "seeds": seeds,
+        "quick": args.quick,
         "backend": args.backend,
         "wall_s": time.perf_counter() - start,
     }
@@ -193,8 +210,10 @@ def run(args: argparse.Namespace) -> int:
         search_traces=[Path(t) for t in comma_lists(args.search_traces, "--search-traces")],
     )
     print(table)
+    if args.suite == "generalization":
+        print(write_generalization(rows, meta, out))
     print(f"\nresults, summary and plots: {out}/")
-    errors = [r for r in rows if r["status"] != "ok"]
+    errors = [r for r in rows if r["status"] not in ("ok", "incompatible")]
     for r in errors:
         print(f"error: {r['policy']} on {r['env']}/{r['workload']} seed {r['seed']}: {r['error']}")
     return 1 if errors else 0
