@@ -54,6 +54,8 @@ class Sb3Agent:
         self.model = model
         self.deterministic = deterministic
         self.name = name
+        #: The model zip this agent was loaded from (set by :func:`load_agent`).
+        self.path: Path | None = None
         if maskable is None:
             maskable = isinstance(model, MaskablePPO)
         self.maskable = maskable
@@ -138,6 +140,7 @@ def load_agent(
         maskable=algo in MASKABLE,
         obs_normalizer=normalizer,
     )
+    agent.path = Path(path)
     return agent, algo
 
 

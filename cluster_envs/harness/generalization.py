@@ -58,7 +58,7 @@ def split_incompatible(cells: Sequence[Any]) -> tuple[list[Any], list[dict[str, 
     """``(cells to run, rows of agents that cannot run on the cell's env shape)``."""
     import gymnasium as gym
 
-    from cluster_envs.policies.registry import make_policy
+    from cluster_envs.policies.trained import make_agent
 
     keep, rows, verdict = [], [], {}
     for cell in cells:
@@ -68,12 +68,13 @@ def split_incompatible(cells: Sequence[Any]) -> tuple[list[Any], list[dict[str, 
         key = (cell.env_id, cell.workload, cell.policy)
         if key not in verdict:
             env = gym.make(cell.env_id, **cell.env_kwargs)
-            model = make_policy(cell.policy).model
+            agent = make_agent(cell.policy)
+            model = agent.model
             same = (
                 model.observation_space.shape == env.observation_space.shape
                 and model.action_space == env.action_space
             )
-            verdict[key] = None if same else _trained_for(cell.policy, model, env)
+            verdict[key] = None if same else _trained_for(agent, env)
         if verdict[key] is None:
             keep.append(cell)
         else:
@@ -85,10 +86,11 @@ def split_incompatible(cells: Sequence[Any]) -> tuple[list[Any], list[dict[str, 
     return keep, rows
 
 
-def _trained_for(policy: str, model: Any, env: Any) -> str:
-    from agents.policy import pretrained_path
-
-    meta_path = Path(pretrained_path(policy.partition(":")[2])).with_suffix(".json")
+def _trained_for(agent: Any, env: Any) -> str:
+    """Why ``agent`` cannot play ``env``, naming what it was trained for (from its card)."""
+    model = agent.model
+    path = getattr(agent, "path", None)
+    meta_path = Path(path).with_suffix(".json") if path is not None else Path("/nonexistent")
     trained = json.loads(meta_path.read_text()).get("env_kwargs", {}) if meta_path.exists() else {}
     where = json.dumps(trained) if trained else "the env's default preset"
     return (
