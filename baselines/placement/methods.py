@@ -170,6 +170,7 @@ def run_method(
     seed: int = 0,
     cost: PlacementCost | None = None,
     skopt_options: Mapping[str, Any] | None = None,
+    warm_start: bool = True,
 ) -> SearchResult:
     """Search a placement for ``instance`` with method ``name``.
 
@@ -181,6 +182,9 @@ def run_method(
         cost: Estimated-length cost to reuse (shares its cache); default: a new one.
         skopt_options: Extra keyword arguments of ``gp_minimize`` / ``forest_minimize``
             (e.g. ``{"n_points": 500}``); default: skopt's defaults.
+        warm_start: BO methods first evaluate every :data:`GREEDY` configuration (they
+            count against ``calls``), so the result is never worse than the best greedy
+            under the estimated cost; the optimiser spends the rest of the budget.
 
     Returns:
         The best configuration and the search trace.
@@ -211,7 +215,13 @@ def run_method(
         for _ in range(calls if enc.num_dims else 1):
             objective(enc.sample(rng))
     else:
-        _skopt(name, enc, objective, calls, seed, skopt_options or {})
+        seeds = list(GREEDY.values()) if warm_start else []
+        for heuristic in seeds:
+            objective.decode = lambda c: c
+            objective(heuristic(instance))
+        objective.decode = enc.decode
+        if calls > len(seeds):
+            _skopt(name, enc, objective, calls - len(seeds), seed, skopt_options or {})
     wall = time.perf_counter() - start
     assert objective.best is not None
     best_cost, best_config = objective.best

@@ -33,6 +33,7 @@ from baselines.placement.methods import INITIAL_POINTS, SKOPT_METHODS, check_met
 from cluster_envs.config import SimConfig
 from cluster_envs.errors import ConfigError
 from cluster_envs.policies.fifo import FifoScheduler
+from cluster_envs.policies.placement import ConsolidatedPlacement
 from cluster_envs.sim.engine import Simulator
 from cluster_envs.sim.view import ClusterView, JobStatus
 from cluster_envs.types import Allocate, Decision, JobKind, JobSpec, Placement
@@ -45,6 +46,13 @@ ACQ_POINTS = 500
 DEFAULT_NODE_INTERFERENCE = 0.1
 #: Restarts of the GP kernel-hyper-parameter fit per suggestion (gp_minimize uses 2).
 GP_KERNEL_RESTARTS = 0
+#: Greedy placers evaluated first at every decision (consolidated first-fit on the
+#: fastest GPUs, best-fit, and first-fit in node order): the search starts where they end.
+WARM_START = (
+    ConsolidatedPlacement("first-fit"),
+    ConsolidatedPlacement("best-fit"),
+    ConsolidatedPlacement("first-fit", prefer_fast=False),
+)
 #: Smallest remaining length given to a projected job (iterations).
 MIN_ITERATIONS = 1e-6
 
@@ -116,13 +124,15 @@ class BOPlacement:
                 load[node] += 1
         enc = PlacementEncoding([num_gpus], free, view.node_speed, load)
         project = self._projection(view, job, num_gpus, free)
+        seeds = [(p,) for p in (g.place(view, job, num_gpus, free) for g in WARM_START) if p]
         if enc.num_dims == 0:
-            best = enc.decode([])
-        elif enc.size() <= self.budget:
-            best = min((enc.decode(x) for x in enc.grid()), key=project)
+            candidates = [enc.decode([])]
+        elif enc.size() + len(set(seeds)) <= self.budget:
+            candidates = [enc.decode(x) for x in enc.grid()]
         else:
-            best = self._search(enc, project)
-        placement = best[0]
+            candidates = [self._search(enc, project, self.budget - len(set(seeds)))]
+        # Greedy first: min() keeps the first of equal costs, so BO must strictly improve.
+        placement = min((*seeds, *candidates), key=project)[0]
         self._pending.append((job, placement, view.estimate(job.job_id).remaining_iterations))
         self._decisions += 1
         return placement
@@ -161,7 +171,7 @@ class BOPlacement:
 
         return cost
 
-    def _search(self, enc: PlacementEncoding, project: Any) -> tuple[Placement, ...]:
+    def _search(self, enc: PlacementEncoding, project: Any, budget: int) -> tuple[Placement, ...]:
         from skopt import Optimizer
 
         self.num_searches += 1
@@ -186,13 +196,13 @@ class BOPlacement:
             acq_func=options["acq_func"],
             acq_optimizer="sampling",
             acq_optimizer_kwargs={"n_points": ACQ_POINTS},
-            n_initial_points=min(INITIAL_POINTS, self.budget),
+            n_initial_points=min(INITIAL_POINTS, max(budget, 1)),
             random_state=seed,
         )
         best: tuple[float, tuple[Placement, ...]] | None = None
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", UserWarning)
-            for _ in range(self.budget):
+            for _ in range(max(budget, 1)):
                 x = opt.ask()
                 config = enc.decode(x)
                 value = project(config)

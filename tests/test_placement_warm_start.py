@@ -1,0 +1,53 @@
+"""Warm-started search: BO never returns a worse (estimated) cost than the best greedy."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from baselines.placement import online
+from baselines.placement.cost import PlacementCost
+from baselines.placement.greedy import GREEDY
+from baselines.placement.methods import run_method
+from baselines.placement.presets import make_instance
+from cluster_envs.policies import make_policy
+from cluster_envs.sim.engine import Simulator
+from cluster_envs.sim.fork import settle
+from cluster_envs.workload import synthetic_workload
+
+
+@pytest.mark.parametrize(("method", "seed"), [("gp-ei", 0), ("rf", 1), ("et", 2)])
+def test_offline_warm_start_is_never_worse_than_the_best_greedy(method: str, seed: int) -> None:
+    instance = make_instance("medium", seed=seed)
+    cost = PlacementCost(instance)
+    best_greedy = min(cost(g(instance)) for g in GREEDY.values())
+    result = run_method(method, instance, calls=len(GREEDY) + 3, seed=seed, cost=cost)
+    assert result.cost_estimated_s <= best_greedy
+    assert len(result.costs_s) == len(GREEDY) + 3
+    assert result.costs_s[: len(GREEDY)] == [cost(g(instance)) for g in GREEDY.values()]
+
+
+def test_online_warm_start_is_never_worse_than_the_greedy_placers() -> None:
+    wl = synthetic_workload(
+        num_jobs=10, cluster="hetero-small", seed=2, load=2.0, gpu_demand_probs={2: 0.5, 4: 0.5}
+    )
+    sim = Simulator(wl.jobs, "hetero-small", {"node_interference": 0.1}, seed=0)
+    driver = make_policy("fifo")
+    driver.reset(0)
+    checked = 0
+    while not sim.done and checked < 4:
+        sim.step()
+        if not sim.queue:
+            continue
+        view = sim.view()
+        job = view.queue[0]
+        free = np.asarray(view.free_gpus)
+        if free.sum() >= job.num_gpus:
+            placer = online.BOPlacement("gp-ei", budget=6)
+            project = placer._projection(view, job, job.num_gpus, free)
+            chosen = placer.place(view, job, job.num_gpus, free)
+            greedy = [g.place(view, job, job.num_gpus, free) for g in online.WARM_START]
+            assert project((chosen,)) <= min(project((p,)) for p in greedy if p)
+            checked += 1
+        settle(sim, driver)
+    assert checked >= 1
