@@ -31,6 +31,7 @@ import numpy as np
 
 from cluster_envs.errors import ConfigError
 from cluster_envs.perf.speed import packed_shape
+from cluster_envs.policies.context import PolicyContext
 from cluster_envs.policies.projection import DEFAULT_NUM_SLOTS, AllocationState, plan_allocation
 from cluster_envs.sim.quality import curve_integral
 from cluster_envs.sim.view import ClusterView, JobStatus
@@ -69,6 +70,11 @@ class AllocationPolicy:
         self._time_s: float | None = None
         self._requests: Requests = {}
         self._rates: dict[tuple[int, int], float] = {}
+
+    def configure(self, context: PolicyContext) -> None:
+        """Take the env's slot count (``cluster_envs.policies.context``)."""
+        if context.num_slots is not None:
+            self.num_slots = check_slots(context.num_slots)
 
     def reset(self, seed: int | None = None) -> None:
         """Forget the last decision and cached speeds."""
@@ -239,6 +245,14 @@ class SlaqAllocator(AllocationPolicy):
             )
         self.slice_s = float(slice_s)
         self.switch_cost_s = float(switch_cost_s)
+
+    def configure(self, context: PolicyContext) -> None:
+        """Take the env's slots, slice length and rescale cost (its switch cost)."""
+        super().configure(context)
+        if context.time_slice_s is not None:
+            self.slice_s = float(context.time_slice_s)
+        if context.rescale_cost_s is not None:
+            self.switch_cost_s = float(context.rescale_cost_s)
 
     def requests(self, view: ClusterView, state: AllocationState) -> Requests:
         jobs = {j: view.job(j) for j in state.ids}

@@ -38,9 +38,9 @@ import numpy as np
 
 from baselines.allocation import AllocationPolicy, Requests
 from baselines.repack import repack_decision
-from cluster_envs.policies.projection import DEFAULT_NUM_SLOTS, AllocationState
 from cluster_envs.errors import ConfigError
 from cluster_envs.perf.goodput import GoodputSpeed
+from cluster_envs.policies.projection import DEFAULT_NUM_SLOTS, AllocationState
 from cluster_envs.sim.view import ClusterView, JobStatus
 from cluster_envs.types import NO_DECISION, Allocate, Decision
 

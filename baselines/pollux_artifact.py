@@ -25,9 +25,9 @@ from collections.abc import Mapping
 from baselines.allocation import AllocationPolicy, Requests
 from baselines.repack import repack_decision
 from baselines.tiresias import TiresiasScheduler
-from cluster_envs.policies.projection import DEFAULT_NUM_SLOTS, AllocationState
 from cluster_envs.perf import zoo
 from cluster_envs.perf.speed import packed_shape
+from cluster_envs.policies.projection import DEFAULT_NUM_SLOTS, AllocationState
 from cluster_envs.sim.view import ClusterView, JobStatus
 from cluster_envs.types import NO_DECISION, Decision
 

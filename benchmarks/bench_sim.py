@@ -53,7 +53,7 @@ def replay(path: str, num_jobs: int | None) -> dict[str, float]:
     t1 = time.perf_counter()
     # The loop of run_episode, keeping the simulator to count its events.
     sim = Simulator(workload.jobs, "philly", {"record_timeline": True})
-    _run_events(sim, make_policy("fifo"), None)
+    _run_events(sim, make_policy("fifo"))
     t2 = time.perf_counter()
     metrics = compute_metrics(sim)
     t3 = time.perf_counter()

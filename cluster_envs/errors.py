@@ -28,3 +28,11 @@ class TraceFormatError(ClusterEnvsError, ValueError):
 
 class InfeasibleDecisionError(ClusterEnvsError, ValueError):
     """A scheduling decision that the cluster cannot carry out (names job and reason)."""
+
+
+class InvalidActionError(ClusterEnvsError, ValueError):
+    """An env action that is not a value of the action space (names action and space)."""
+
+
+class ResetNeededError(ClusterEnvsError, RuntimeError):
+    """An env method called before ``reset()``."""

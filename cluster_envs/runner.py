@@ -6,7 +6,6 @@ through an env must give exactly the metrics it gives here on the same seed.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -14,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from cluster_envs.config import ClusterConfig, SimConfig, sim_config
-from cluster_envs.errors import ClusterEnvsError
+from cluster_envs.driver import EpisodeDriver, SimulationStalledError
 from cluster_envs.policies.base import SchedulingPolicy
 from cluster_envs.policies.registry import make_policy
 from cluster_envs.sim.engine import Simulator
@@ -22,9 +21,7 @@ from cluster_envs.sim.metrics import compute_metrics
 from cluster_envs.sim.quality import QualitySettings, quality_metrics, track_quality
 from cluster_envs.types import JobSpec
 
-
-class SimulationStalledError(ClusterEnvsError, RuntimeError):
-    """The policy left jobs queued on an idle cluster with nothing left to happen."""
+__all__ = ["EpisodeResult", "SimulationStalledError", "decide_until_settled", "run_episode"]
 
 
 @dataclass(frozen=True)
@@ -79,8 +76,8 @@ def decide_until_settled(sim: Simulator, policy: SchedulingPolicy) -> bool:
     )
 
 
-def _stalled(sim: Simulator, policy: SchedulingPolicy) -> SimulationStalledError:
-    return SimulationStalledError(
+def _stall_message(sim: Simulator, policy: SchedulingPolicy) -> str:
+    return (
         f"policy {policy.name!r} left {len(sim.queue)} job(s) queued at t={sim.now_s:.1f}s "
         f"with {sim.inventory.num_free} free GPUs and no future event"
     )
@@ -117,9 +114,9 @@ def run_episode(
     if quality:
         track_quality(sim, None if quality is True else quality)
     if cfg.time_slice_s is None:
-        truncated = _run_events(sim, pol, cfg.horizon_s)
+        truncated = _run_events(sim, pol)
     else:
-        truncated = _run_rounds(sim, pol, cfg.time_slice_s, cfg.horizon_s)
+        truncated = _run_rounds(sim, pol)
     sim.record.sample(sim)
     metrics = compute_metrics(sim)
     if quality:
@@ -129,39 +126,20 @@ def run_episode(
     )
 
 
-def _run_events(sim: Simulator, policy: SchedulingPolicy, horizon_s: float | None) -> bool:
-    horizon = math.inf if horizon_s is None else horizon_s
-    while not sim.done:
-        t = sim.next_event_time()
-        if t > horizon:
-            sim.advance_to(horizon)
-            return True
-        if t == math.inf:
-            raise _stalled(sim, policy)
-        sim.step()
-        if sim.queue:
-            decide_until_settled(sim, policy)
-    return False
+def _run_events(sim: Simulator, policy: SchedulingPolicy) -> bool:
+    """Ask ``policy`` at every instant that leaves jobs queued; returns truncated."""
+    driver = EpisodeDriver(
+        sim, lambda: bool(sim.queue), stall_message=lambda: _stall_message(sim, policy)
+    )
+    while not (outcome := driver.advance(min_one_event=True)).ended:
+        decide_until_settled(sim, policy)
+    return outcome.truncated
 
 
-def _run_rounds(
-    sim: Simulator, policy: SchedulingPolicy, slice_s: float, horizon_s: float | None
-) -> bool:
-    horizon = math.inf if horizon_s is None else horizon_s
-    t = 0.0
-    while not sim.done:
-        if t > horizon:
-            sim.advance_to(horizon)
-            return True
-        sim.advance_to(t)
-        if sim.done:
-            break
-        decided = decide_until_settled(sim, policy)
-        if not sim.active and not decided:
-            nxt = sim.next_event_time()
-            if nxt == math.inf:
-                raise _stalled(sim, policy)
-            if not sim.queue:  # idle until the next arrival: skip the empty rounds
-                t = max(t, math.ceil(nxt / slice_s) * slice_s - slice_s)
-        t += slice_s
-    return False
+def _run_rounds(sim: Simulator, policy: SchedulingPolicy) -> bool:
+    """Ask ``policy`` every ``time_slice_s`` (empty rounds skipped); returns truncated."""
+    driver = EpisodeDriver(sim, lambda: True)
+    while not (outcome := driver.advance()).ended:
+        if driver.end_round(decide_until_settled(sim, policy)):
+            raise SimulationStalledError(_stall_message(sim, policy))
+    return outcome.truncated

@@ -143,8 +143,8 @@ def test_worker_processes_give_identical_rows() -> None:
 
 def test_every_suite_names_real_envs_policies_and_shipped_agents() -> None:
     from agents.policy import pretrained_names
-    from cluster_envs.policies.trained import check_actor_name
     from cluster_envs.harness.suites import SUITES, get_suite
+    from cluster_envs.policies.trained import check_actor_name
 
     shipped = set(pretrained_names())
     for name in SUITES:

@@ -73,7 +73,7 @@ def test_spaces_jobs_and_documented_fields() -> None:
 
 
 def test_return_is_the_final_quality_and_components_are_reported() -> None:
-    env = gym.make(MULTI, preset="toy", gap_weight=0.5, auc_weight=2.0)
+    env = gym.make(MULTI, preset="toy", gain_weight=1.0, gap_weight=0.5, auc_weight=2.0)
     _, info = env.reset(seed=1)
     start_auc = env.unwrapped.tracker.projected_auc_job_windows()
     totals = {"quality_gain": 0.0, "quality_gap": 0.0, "quality_auc": 0.0}

@@ -37,13 +37,19 @@ RANDOM_CASES: dict[str, tuple[str, dict[str, Any]]] = {
         "cluster_envs/MoldableScheduling-v0",
         {"preset": "toy", "horizon_s": 6000.0},
     ),
-    "metis-toy": ("cluster_envs/MetisAllocation-v0", {"preset": "toy"}),
-    "metis-discrete-toy": ("cluster_envs/MetisAllocationDiscrete-v0", {"preset": "toy"}),
+    "metis-toy": (
+        "cluster_envs/MetisAllocation-v0",
+        {"preset": "toy", "gain_weight": 1.0, "auc_weight": 0.0},
+    ),
+    "metis-discrete-toy": (
+        "cluster_envs/MetisAllocationDiscrete-v0",
+        {"preset": "toy", "gain_weight": 1.0, "auc_weight": 0.0},
+    ),
     "placement-toy": ("cluster_envs/JobPlacement-v0", {"preset": "toy"}),
     "placement-horizon": ("cluster_envs/JobPlacement-v0", {"preset": "toy", "horizon_s": 6000.0}),
     "metis-horizon": (
         "cluster_envs/MetisAllocation-v0",
-        {"preset": "toy", "sim": {"horizon_s": 6000.0}},
+        {"preset": "toy", "sim": {"horizon_s": 6000.0}, "gain_weight": 1.0, "auc_weight": 0.0},
     ),
 }
 
@@ -51,8 +57,16 @@ RANDOM_CASES: dict[str, tuple[str, dict[str, Any]]] = {
 HEURISTIC_CASES: dict[str, tuple[str, dict[str, Any], str]] = {
     "moldable-sjf": ("cluster_envs/MoldableScheduling-v0", {"preset": "toy"}, "sjf"),
     "moldable-tetris": ("cluster_envs/MoldableScheduling-v0", {"preset": "toy"}, "tetris"),
-    "metis-slaq": ("cluster_envs/MetisAllocation-v0", {"preset": "toy"}, "slaq"),
-    "metis-tiresias": ("cluster_envs/MetisAllocation-v0", {"preset": "toy"}, "tiresias"),
+    "metis-slaq": (
+        "cluster_envs/MetisAllocation-v0",
+        {"preset": "toy", "gain_weight": 1.0, "auc_weight": 0.0},
+        "slaq",
+    ),
+    "metis-tiresias": (
+        "cluster_envs/MetisAllocation-v0",
+        {"preset": "toy", "gain_weight": 1.0, "auc_weight": 0.0},
+        "tiresias",
+    ),
     "placement-fifo": ("cluster_envs/JobPlacement-v0", {"preset": "toy"}, "fifo"),
 }
 

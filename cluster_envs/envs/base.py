@@ -1,14 +1,29 @@
-"""What every cluster-envs Gymnasium env shares: seeding, the simulator, rewards, render.
+"""What every cluster-envs Gymnasium env shares: the episode life cycle and its hooks.
 
-Subclasses implement the encoding hooks (``_get_obs``, ``action_masks``, ``_decode``)
-and the decision-point rule; this base owns the episode life cycle:
+The public methods do the bookkeeping and call protected hooks (the Stable-Baselines3
+pattern), so every env advances time, applies the action rule, sums rewards and reports
+the end of an episode the same way:
 
-* ``reset(seed)`` seeds ``self.np_random`` and derives one episode seed from it, which
-  picks the workload (:mod:`cluster_envs.envs.episodes`) and seeds the simulator;
-* rewards are named components summed with weights (``info["reward_components"]``);
-* ``info["episode_metrics"]`` holds the simulator's metrics when the episode ends;
+* ``reset(seed)`` seeds ``self.np_random``, derives one episode seed (workload,
+  simulator; :mod:`cluster_envs.envs.episodes`), builds the simulator and its
+  :class:`~cluster_envs.driver.EpisodeDriver`, calls ``_on_reset()`` and runs to the
+  first decision point;
+* ``step(action)`` decodes the action (``_decode_action``: the rule of
+  :mod:`cluster_envs.envs.actions`), carries it out (``_take_action``, which calls
+  ``_advance`` to move time), sums the named reward components of
+  ``_reward_components()`` with ``reward_weights`` (``info["reward_components"]``), and
+  adds ``info["episode_metrics"]`` (``episode_metrics()``) when the episode ends;
+  a step after the end returns the final observation with ``terminated`` /
+  ``truncated`` again and reward 0;
+* ``step``, ``action_masks`` and ``render`` before ``reset`` raise
+  :class:`~cluster_envs.errors.ResetNeededError`;
+* the horizon is ``SimConfig.horizon_s`` (env kwarg ``horizon_s`` is an alias);
 * ``render_mode="ansi"`` prints the state, ``"rgb_array"`` draws GPU occupancy over time
   (one row per GPU, grouped by node; one column per time bin).
+
+Hooks: ``_is_decision_point``, ``_get_obs``, ``_action_mask``, ``_take_action``,
+``_reward_components``, and optionally ``_on_reset``, ``_at_decision``,
+``_decode_action``, ``_extra_info``, ``policy_context``.
 """
 
 from __future__ import annotations
@@ -19,8 +34,12 @@ import gymnasium as gym
 import numpy as np
 
 from cluster_envs.config import ClusterConfig, SimConfig, get_cluster
+from cluster_envs.driver import DECISION, EpisodeDriver, Outcome
+from cluster_envs.envs.actions import discrete_action
 from cluster_envs.envs.episodes import WorkloadSource
+from cluster_envs.errors import ResetNeededError
 from cluster_envs.policies.base import SchedulingPolicy
+from cluster_envs.policies.context import PolicyContext, configure_policy
 from cluster_envs.policies.registry import make_policy
 from cluster_envs.sim.engine import Simulator
 from cluster_envs.sim.metrics import compute_metrics
@@ -58,15 +77,145 @@ class ClusterEnvBase(gym.Env):
         self.sim: Simulator | None = None
         self.workload: Workload | None = None
         self.episode_seed = 0
+        self.driver: EpisodeDriver | None = None
+        self.num_invalid_actions = 0
+        self.num_forced_actions = 0
+        self._outcome = DECISION
+        self._last: tuple[np.ndarray, dict[str, Any]] | None = None
         self._occupancy: list[tuple[float, np.ndarray]] = []
 
-    # ------------------------------------------------------------------ episode
+    #: Weight of each reward component (the keys of ``_reward_components()``, in order).
+    reward_weights: dict[str, float] = {}
+    #: The Discrete action that waits / ends the decision (None: the env has none).
+    wait_action: int | None = None
+
+    # ------------------------------------------------------------------ public API
+    def reset(
+        self, *, seed: int | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[np.ndarray, dict[str, Any]]:
+        """Start an episode and run to its first decision point (see the module doc)."""
+        self._new_episode(seed)
+        self.num_invalid_actions = 0
+        self.num_forced_actions = 0
+        self._on_reset()
+        self._note_occupancy()
+        self._outcome = self._advance(min_one_event=False)
+        self._reward_components()  # start the reward accounting here
+        zeros = dict.fromkeys(self.reward_weights, 0.0)
+        obs, info = self._get_obs(), self._info(zeros, False)
+        self._last = (obs, info)
+        return obs, info
+
+    def step(self, action: Any) -> tuple[np.ndarray, float, bool, bool, dict[str, Any]]:
+        """Carry out ``action``, run to the next decision point, return the reward."""
+        self._require_reset("step")
+        outcome = self._outcome
+        if outcome.ended:  # stepping past the end: the end again, nothing happens
+            obs, info = self._last
+            info = {**info, "reward_components": dict.fromkeys(self.reward_weights, 0.0)}
+            return obs.copy(), 0.0, outcome.terminated, outcome.truncated, info
+        decoded, invalid, forced = self._decode_action(action)
+        self.num_invalid_actions += int(invalid)
+        self.num_forced_actions += int(forced)
+        outcome = self._outcome = self._take_action(decoded)
+        components = self._reward_components()
+        reward = 0.0
+        for k, (name, weight) in enumerate(self.reward_weights.items()):
+            term = weight * components[name]
+            reward = term if k == 0 else reward + term
+        obs, info = self._get_obs(), self._info(components, invalid)
+        self._last = (obs, info)
+        return obs, float(reward), outcome.terminated, outcome.truncated, info
+
+    def action_masks(self) -> np.ndarray:
+        """Which actions are allowed now (flat booleans; MaskablePPO's convention)."""
+        self._require_reset("action_masks")
+        return self._action_mask()
+
+    # ------------------------------------------------------------------ hooks
+    def _is_decision_point(self) -> bool:
+        """Hook: whether the agent is to be asked now (else time advances)."""
+        raise NotImplementedError
+
+    def _get_obs(self) -> np.ndarray:
+        """Hook: the observation of the current state."""
+        raise NotImplementedError
+
+    def _action_mask(self) -> np.ndarray:
+        """Hook: the action mask of the current state."""
+        raise NotImplementedError
+
+    def _take_action(self, action: Any) -> Outcome:
+        """Hook: carry out a decoded, feasible ``action``; advance with ``_advance``."""
+        raise NotImplementedError
+
+    def _reward_components(self) -> dict[str, float]:
+        """Hook: each reward component earned since the previous call."""
+        raise NotImplementedError
+
+    def _on_reset(self) -> None:
+        """Hook: clear the env's episode state (the simulator is new already)."""
+
+    def _at_decision(self) -> None:
+        """Hook: the driver stopped at a decision point (e.g. refresh slots)."""
+
+    def _extra_info(self) -> dict[str, Any]:
+        """Hook: env-specific ``info`` entries."""
+        return {}
+
+    def _decode_action(self, action: Any) -> tuple[Any, bool, bool]:
+        """Hook: ``(feasible action, invalid, forced)`` by the rule of ``envs.actions``.
+
+        This default serves ``Discrete`` spaces: a masked or out-of-range action becomes
+        ``wait_action`` if allowed, else the first allowed action (forced).
+        """
+        a = discrete_action(action, self.action_space)
+        mask = self.action_masks()
+        if 0 <= a < len(mask) and mask[a]:
+            return a, False, False
+        wait = self.wait_action
+        if wait is not None and mask[wait]:
+            return wait, True, False
+        return int(np.flatnonzero(mask)[0]), True, True
+
+    # ------------------------------------------------------------------ helpers
+    def _advance(self, min_one_event: bool) -> Outcome:
+        """Run the driver to the next decision point (then ``_at_decision()``)."""
+        outcome = self.driver.advance(min_one_event)
+        if outcome is DECISION:
+            self._at_decision()
+        return outcome
+
+    def _require_reset(self, method: str) -> None:
+        if self.sim is None:
+            raise ResetNeededError(
+                f"{type(self).__name__}.{method}() called before reset(); call env.reset() first"
+            )
+
+    def _info(self, components: dict[str, float], invalid: bool) -> dict[str, Any]:
+        sim = self.sim
+        info = {
+            "action_mask": self.action_masks(),
+            "invalid_action": invalid,
+            "num_invalid_actions": self.num_invalid_actions,
+            "num_forced_actions": self.num_forced_actions,
+            "reward_components": components,
+            "time_s": sim.now_s,
+            "num_queued": len(sim.queue),
+            "num_running": len(sim.active),
+            **self._extra_info(),
+        }
+        if self._outcome.ended:
+            info["episode_metrics"] = self.episode_metrics()
+        return info
+
     def _new_episode(self, seed: int | None) -> None:
-        """Seed, draw the workload and build the simulator."""
+        """Seed, draw the workload, build the simulator and its driver."""
         super().reset(seed=seed)
         self.episode_seed = int(self.np_random.integers(2**31 - 1))
         self.workload = self._episode_workload(self.episode_seed)
         self.sim = Simulator(self.workload.jobs, self.cluster, self.sim_config, self.episode_seed)
+        self.driver = EpisodeDriver(self.sim, self._is_decision_point, self._note_occupancy)
         self._occupancy = []
 
     def _episode_workload(self, episode_seed: int) -> Workload:
@@ -82,9 +231,14 @@ class ClusterEnvBase(gym.Env):
             inv = self.sim.inventory
             self._occupancy.append((self.sim.now_s, (inv.total - inv.free).copy()))
 
-    def policy(self, name: str) -> SchedulingPolicy:
-        """The registered heuristic ``name``, configured for this env (override to tune)."""
-        return make_policy(name)
+    def policy_context(self) -> PolicyContext:
+        """What a policy may need to know about this env (see ``policies.context``)."""
+        return PolicyContext(time_slice_s=self.sim_config.time_slice_s,
+                             rescale_cost_s=self.sim_config.rescale_cost_s)  # fmt: skip
+
+    def policy(self, name: str | SchedulingPolicy) -> SchedulingPolicy:
+        """The registered heuristic ``name``, told this env's :meth:`policy_context`."""
+        return configure_policy(make_policy(name), self.policy_context())
 
     def runner_args(self) -> dict[str, Any]:
         """``run_episode`` keyword arguments that replay the current episode (parity)."""
@@ -101,6 +255,8 @@ class ClusterEnvBase(gym.Env):
 
     # ------------------------------------------------------------------ render
     def render(self) -> str | np.ndarray | None:
+        """The current state as text (``"ansi"``) or an occupancy picture."""
+        self._require_reset("render")
         if self.render_mode is None:
             gym.logger.warn("render() called without a render_mode; pass render_mode=...")
             return None
@@ -144,8 +300,3 @@ class ClusterEnvBase(gym.Env):
                 rows.extend([row] * RENDER_ROW_PX)
             rows.append(np.broadcast_to(NODE_SEPARATOR_RGB, (RENDER_WIDTH, 3)))
         return np.ascontiguousarray(np.stack(rows).astype(np.uint8))
-
-    def _finish_info(self, info: dict[str, Any], done: bool) -> dict[str, Any]:
-        if done:
-            info["episode_metrics"] = self.episode_metrics()
-        return info

@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 from gymnasium import spaces
 
+from cluster_envs.driver import DECISION, Outcome
 from cluster_envs.envs.base import ClusterEnvBase
 from cluster_envs.envs.config import split_kwargs
 from cluster_envs.envs.episodes import SYNTHETIC_JOBS
@@ -29,7 +30,6 @@ class MoldableConfig:
         window: K, the queued jobs visible and selectable (in submission order).
         levels: Allowed degrees of parallelism, ascending (P = len(levels)).
         reward_scale_s: Reward = -(jobs in system) * dt / reward_scale_s.
-        horizon_s: Truncate the episode at this simulated time (None: never).
         num_running_slots: Running jobs whose remaining time is shown (shortest first).
         placement: ``"first-fit"`` or ``"best-fit"`` consolidated placement.
         observation: ``"default"`` or ``"scale_free"`` (fields that do not depend on
@@ -40,7 +40,6 @@ class MoldableConfig:
     window: int = 8
     levels: tuple[int, ...] = (1, 2, 4, 8, 16)
     reward_scale_s: float = 3600.0
-    horizon_s: float | None = None
     num_running_slots: int = 8
     placement: str = "first-fit"
     observation: str = "default"
@@ -98,10 +97,13 @@ class MoldableSchedulingEnv(ClusterEnvBase):
     ## Action Space
     ``Discrete(K * P + 1)``: action ``k * P + p`` starts window slot ``k`` at
     ``levels[p]`` GPUs; action ``K * P`` waits. Exact masks: ``action_masks()`` and
-    ``info["action_mask"]``. An infeasible action (from an algorithm without masks) acts
-    as "wait" and is counted in ``info["num_invalid_actions"]``; it never ends the
-    episode. When nothing can happen any more but a start, "wait" is masked, and if
-    chosen anyway the first feasible start is taken (``info["num_forced_actions"]``).
+    ``info["action_mask"]``. The action rule of every env
+    (:mod:`cluster_envs.envs.actions`): any integral scalar is accepted (``np.int64(3)``,
+    ``np.array([3])``); a fraction or NaN raises ``InvalidActionError``. An infeasible
+    action (from an algorithm without masks) acts as "wait", sets
+    ``info["invalid_action"]`` and counts in ``info["num_invalid_actions"]``; it never
+    ends the episode. When nothing can happen any more but a start, "wait" is masked, and
+    if chosen anyway the first feasible start is taken (``info["num_forced_actions"]``).
 
     ## Observation Space
     A flat ``Box(0, 1, float32)``; field by field in
@@ -124,7 +126,9 @@ class MoldableSchedulingEnv(ClusterEnvBase):
     first observation is the first decision point.
 
     ## Episode End
-    Terminated when every job has finished; truncated at ``horizon_s`` if set.
+    Terminated when every job has finished; truncated at the horizon
+    ``sim={"horizon_s": ...}`` (or its alias, the kwarg ``horizon_s``) if set. A step
+    after the end returns the end again.
     ``info["episode_metrics"]`` then holds ``avg_jct_s``, ``p95_jct_s``, ``makespan_s``,
     ``avg_queue_s``, ``gpu_utilization``, ``bounded_slowdown``, the lower bound and ratio.
 
@@ -133,6 +137,7 @@ class MoldableSchedulingEnv(ClusterEnvBase):
     ``pollux-test`` = workloads 7-8, ``philly``), the fields of
     :class:`MoldableConfig`, the workload source (``workload``, ``trace``, ``num_jobs``,
     ``load``, ``max_gpus_cap``, ``time_scale``), ``sim`` (SimConfig overrides),
+    ``horizon_s`` (alias of ``sim.horizon_s``),
     ``render_mode`` (``"ansi"`` or ``"rgb_array"``).
 
     ## Version History
@@ -144,6 +149,11 @@ class MoldableSchedulingEnv(ClusterEnvBase):
         if JobKind(source.kind) is JobKind.RIGID:
             source = dataclasses.replace(source, kind="moldable")
         super().__init__(config.cluster, sim_config, source, render_mode)
+        if config.levels[0] > self.cluster.num_gpus:
+            raise ConfigError(
+                f"levels {list(config.levels)}: no level fits the {self.cluster.num_gpus} GPUs "
+                f"of cluster {self.cluster.name!r}, so no job could ever start"
+            )
         self.config = config
         self.levels = config.levels
         self.placement_policy = ConsolidatedPlacement(config.placement)
@@ -152,10 +162,10 @@ class MoldableSchedulingEnv(ClusterEnvBase):
         self.wait_action = k * p
         self.action_space = spaces.Discrete(k * p + 1)
         self.observation_space = self.encoder.space
-        self.num_invalid_actions = 0
-        self.num_forced_actions = 0
+        self.reward_weights = {"jct": 1.0}
         self._mask = np.zeros(k * p + 1, dtype=bool)
         self._mask_version = -1
+        self._job_s = 0.0
 
     # ------------------------------------------------------------------ workload
     def _episode_workload(self, episode_seed: int) -> Workload:
@@ -175,51 +185,26 @@ class MoldableSchedulingEnv(ClusterEnvBase):
             max_gpus=top,
         )
 
-    # ------------------------------------------------------------------ API
-    def reset(
-        self, *, seed: int | None = None, options: dict[str, Any] | None = None
-    ) -> tuple[np.ndarray, dict[str, Any]]:
-        self._new_episode(seed)
-        self.num_invalid_actions = 0
-        self.num_forced_actions = 0
+    # ------------------------------------------------------------------ hooks
+    def _on_reset(self) -> None:
         self._mask_version = -1
         self.encoder.reset()
-        self._note_occupancy()
-        terminated, truncated = self._advance(min_one_event=False)
-        info = self._info(0.0, False)
-        return self._get_obs(), self._finish_info(info, terminated or truncated)
 
-    def step(self, action: int) -> tuple[np.ndarray, float, bool, bool, dict[str, Any]]:
-        if self.sim is None:
-            raise RuntimeError("call reset() before step()")
-        before = self._system_job_s()
-        mask = self.action_masks()
-        invalid = not (0 <= int(action) < len(mask)) or not mask[int(action)]
-        a = int(action)
-        if invalid:
-            self.num_invalid_actions += 1
-            a = self.wait_action
-            if not mask[a]:  # nothing else can happen: take the first feasible start
-                a = int(np.flatnonzero(mask)[0])
-                self.num_forced_actions += 1
-        terminated = truncated = False
-        if a == self.wait_action:
-            terminated, truncated = self._advance(min_one_event=True)
-        else:
-            self._start(a)
-            if not self._decision_point():
-                terminated, truncated = self._advance(min_one_event=True)
-        jct = -(self._system_job_s() - before) / self.config.reward_scale_s
-        info = self._info(jct, invalid)
-        return (
-            self._get_obs(),
-            jct,
-            terminated,
-            truncated,
-            self._finish_info(info, terminated or truncated),
-        )
+    def _take_action(self, action: int) -> Outcome:
+        if action == self.wait_action:
+            return self._advance(min_one_event=True)
+        self._start(action)
+        if self._is_decision_point():
+            return DECISION
+        return self._advance(min_one_event=True)
 
-    def action_masks(self) -> np.ndarray:
+    def _reward_components(self) -> dict[str, float]:
+        job_s = self._system_job_s()
+        jct = -(job_s - self._job_s) / self.config.reward_scale_s
+        self._job_s = job_s
+        return {"jct": jct}
+
+    def _action_mask(self) -> np.ndarray:
         """Which actions are feasible now (the wait action is last)."""
         sim = self.sim
         if self._mask_version == sim.state_version:
@@ -245,7 +230,7 @@ class MoldableSchedulingEnv(ClusterEnvBase):
                 break
         return ids
 
-    def _decision_point(self) -> bool:
+    def _is_decision_point(self) -> bool:
         """Some window job fits at some level now."""
         free = self.sim.inventory.num_free
         if not self.sim.queue or free < self.levels[0]:
@@ -268,39 +253,8 @@ class MoldableSchedulingEnv(ClusterEnvBase):
             raise InfeasibleDecisionError(f"job {job_id}: {num_gpus} GPUs do not fit")
         return placement
 
-    def _advance(self, min_one_event: bool) -> tuple[bool, bool]:
-        """Run events until the next decision point; returns (terminated, truncated)."""
-        sim = self.sim
-        horizon = math.inf if self.config.horizon_s is None else self.config.horizon_s
-        while True:
-            if sim.done:
-                return True, False
-            if not min_one_event and self._decision_point():
-                return False, False
-            t = sim.next_event_time()
-            if t > horizon:
-                sim.advance_to(horizon)
-                return False, True
-            if t == math.inf:
-                raise RuntimeError("no event left but no decision possible (a simulator bug)")
-            sim.step()
-            self._note_occupancy()
-            min_one_event = False
-
     def _get_obs(self) -> np.ndarray:
         return self.encoder.encode(self.sim, self._window_ids(), self.action_masks())
-
-    def _info(self, jct_reward: float, invalid: bool) -> dict[str, Any]:
-        return {
-            "action_mask": self.action_masks(),
-            "invalid_action": invalid,
-            "num_invalid_actions": self.num_invalid_actions,
-            "num_forced_actions": self.num_forced_actions,
-            "reward_components": {"jct": jct_reward},
-            "time_s": self.sim.now_s,
-            "num_queued": len(self.sim.queue),
-            "num_running": len(self.sim.active),
-        }
 
     # ------------------------------------------------------------------ heuristics
     def action_for(self, decision: Decision) -> int:

@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 from gymnasium import spaces
 
+from cluster_envs.driver import DECISION, Outcome
 from cluster_envs.envs.base import ClusterEnvBase
 from cluster_envs.envs.config import split_kwargs
 from cluster_envs.envs.scale_free import placement_encoder
@@ -22,14 +23,12 @@ class PlacementConfig:
     Attributes:
         cluster: Cluster preset (heterogeneous by default, so GPU types matter).
         reward_scale_s: Reward = -(jobs in system) * dt / reward_scale_s.
-        horizon_s: Truncate at this simulated time (None: never).
         observation: ``"default"`` or ``"scale_free"`` (fields that do not depend on
             the cluster size, queue length or load: :mod:`cluster_envs.envs.scale_free`).
     """
 
     cluster: str = "hetero-small"
     reward_scale_s: float = 3600.0
-    horizon_s: float | None = None
     observation: str = "default"
 
     def __post_init__(self) -> None:
@@ -75,8 +74,11 @@ class JobPlacementEnv(ClusterEnvBase):
     ## Action Space
     ``Discrete(num_nodes)``: put one more GPU of the current job on that node. Exact
     masks (``action_masks()``, ``info["action_mask"]``): nodes with a GPU still free.
-    An infeasible action is replaced by the first feasible node and counted in
-    ``info["num_invalid_actions"]`` (never a crash).
+    The action rule of every env (:mod:`cluster_envs.envs.actions`): any integral scalar
+    is accepted (``np.int64(2)``, ``np.array([2])``); a fraction or NaN raises
+    ``InvalidActionError``. There is no wait action, so an infeasible node is replaced by
+    the first feasible one: ``info["invalid_action"]`` is set and it counts in both
+    ``info["num_invalid_actions"]`` and ``info["num_forced_actions"]`` (never a crash).
 
     ## Observation Space
     Flat ``Box(0, 1, float32)`` from
@@ -94,13 +96,16 @@ class JobPlacementEnv(ClusterEnvBase):
     total JCT / scale. Component in ``info["reward_components"]["jct"]``.
 
     ## Episode End
-    Terminated when every job has finished; truncated at ``horizon_s``.
+    Terminated when every job has finished; truncated at the horizon
+    ``sim={"horizon_s": ...}`` (alias: the kwarg ``horizon_s``). A step after the end
+    returns the end again.
     ``info["episode_metrics"]`` holds the simulator's metrics.
 
     ## Arguments
     ``preset`` (``default``, ``toy``, ``large``, ``philly``), :class:`PlacementConfig`
     fields, the workload source (``workload``, ``trace``, ``num_jobs``, ``load``, ...),
-    ``sim`` (SimConfig overrides; default ``node_interference=0.1``), ``render_mode``.
+    ``sim`` (SimConfig overrides; default ``node_interference=0.1``), ``horizon_s``
+    (alias of ``sim.horizon_s``), ``render_mode``.
 
     ## Version History
     * v0: initial version.
@@ -116,45 +121,33 @@ class JobPlacementEnv(ClusterEnvBase):
         self.observation_space = self.encoder.space
         self._tentative = np.zeros(n, dtype=np.int64)
         self._plan: list[int] = []
-        self.num_invalid_actions = 0
+        self.reward_weights = {"jct": 1.0}
+        self._job_s = 0.0
 
-    # ------------------------------------------------------------------ API
-    def reset(
-        self, *, seed: int | None = None, options: dict[str, Any] | None = None
-    ) -> tuple[np.ndarray, dict[str, Any]]:
-        self._new_episode(seed)
+    # ------------------------------------------------------------------ hooks
+    def _on_reset(self) -> None:
         self._tentative[:] = 0
         self._plan = []
-        self.num_invalid_actions = 0
-        self._note_occupancy()
-        terminated, truncated = self._advance()
-        return self._get_obs(), self._finish_info(self._info(0.0, False), terminated or truncated)
 
-    def step(self, action: int) -> tuple[np.ndarray, float, bool, bool, dict[str, Any]]:
-        if self.sim is None:
-            raise RuntimeError("call reset() before step()")
-        mask = self.action_masks()
-        a = int(action) if np.isscalar(action) or np.ndim(action) == 0 else -1
-        invalid = not (0 <= a < len(mask)) or not mask[a]
-        if invalid:
-            self.num_invalid_actions += 1
-            a = int(np.flatnonzero(mask)[0])
-        before = self._system_job_s()
-        self._tentative[a] += 1
-        terminated = truncated = False
+    def _take_action(self, action: int) -> Outcome:
+        self._tentative[action] += 1
         head = self._head()
-        if int(self._tentative.sum()) == self.sim.jobs[head].num_gpus:
-            placement = make_placement(enumerate(self._tentative.tolist()))
-            self._tentative[:] = 0
-            self._plan = []
-            self.sim.apply(Decision((Allocate(head, placement),)))
-            self._note_occupancy()
-            terminated, truncated = self._advance()
-        reward = -(self._system_job_s() - before) / self.config.reward_scale_s
-        info = self._finish_info(self._info(reward, invalid), terminated or truncated)
-        return self._get_obs(), reward, terminated, truncated, info
+        if int(self._tentative.sum()) < self.sim.jobs[head].num_gpus:
+            return DECISION
+        placement = make_placement(enumerate(self._tentative.tolist()))
+        self._tentative[:] = 0
+        self._plan = []
+        self.sim.apply(Decision((Allocate(head, placement),)))
+        self._note_occupancy()
+        return self._advance(min_one_event=False)
 
-    def action_masks(self) -> np.ndarray:
+    def _reward_components(self) -> dict[str, float]:
+        job_s = self._system_job_s()
+        jct = -(job_s - self._job_s) / self.config.reward_scale_s
+        self._job_s = job_s
+        return {"jct": jct}
+
+    def _action_mask(self) -> np.ndarray:
         """Nodes that still have a free GPU for the current job."""
         return (self.sim.inventory.free - self._tentative) > 0
 
@@ -188,39 +181,11 @@ class JobPlacementEnv(ClusterEnvBase):
     def _head(self) -> int:
         return next(iter(self.sim.queue))
 
-    def _decision_point(self) -> bool:
+    def _is_decision_point(self) -> bool:
         sim = self.sim
         return bool(sim.queue) and sim.jobs[self._head()].num_gpus <= sim.inventory.num_free
-
-    def _advance(self) -> tuple[bool, bool]:
-        sim = self.sim
-        horizon = np.inf if self.config.horizon_s is None else self.config.horizon_s
-        while True:
-            if sim.done:
-                return True, False
-            if self._decision_point():
-                return False, False
-            t = sim.next_event_time()
-            if t > horizon:
-                sim.advance_to(horizon)
-                return False, True
-            if t == np.inf:
-                raise RuntimeError("no event left but the head job cannot start (a bug)")
-            sim.step()
-            self._note_occupancy()
 
     def _get_obs(self) -> np.ndarray:
         sim = self.sim
         head = None if sim.done or not sim.queue else self._head()
         return self.encoder.encode(sim, head, self._tentative)
-
-    def _info(self, reward: float, invalid: bool) -> dict[str, Any]:
-        return {
-            "action_mask": self.action_masks(),
-            "invalid_action": invalid,
-            "num_invalid_actions": self.num_invalid_actions,
-            "reward_components": {"jct": reward},
-            "time_s": self.sim.now_s,
-            "num_queued": len(self.sim.queue),
-            "num_running": len(self.sim.active),
-        }

@@ -27,7 +27,7 @@ ENV_SPECS: dict[str, tuple[str, dict]] = {
         {},
     ),
     "cluster_envs/MetisAllocationDiscrete-v0": (
-        "cluster_envs.envs.metis:MetisAllocationDiscreteEnv",
+        "cluster_envs.envs.metis_discrete:MetisAllocationDiscreteEnv",
         {},
     ),
 }

@@ -1,0 +1,77 @@
+"""``cluster_envs/MetisAllocationDiscrete-v0``: MetisAllocation, one GPU per step."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from gymnasium import spaces
+
+from cluster_envs.driver import DECISION, Outcome
+from cluster_envs.envs.base import ClusterEnvBase
+from cluster_envs.envs.metis import MetisAllocationEnv
+from cluster_envs.types import Decision
+
+
+class MetisAllocationDiscreteEnv(MetisAllocationEnv):
+    """MetisAllocation with DL2-style incremental actions (for DQN and friends).
+
+    ## Action Space
+    ``Discrete(J + 1)``: action ``k < J`` adds one GPU to slot ``k``'s *pending*
+    allocation (no time passes, reward 0); action ``J`` ends the slice: the pending
+    counts are projected and applied exactly as a MetisAllocation-v0 action, and the
+    next slice starts from an empty plan (as in DL2, every slice allocates from zero; a
+    job left at 0 is preempted). ``action_masks()`` / ``info["action_mask"]``: adding is
+    allowed for an occupied slot below its ``max_gpus`` while the cluster has GPUs not
+    pending; ending is always allowed. The action rule of every env
+    (:mod:`cluster_envs.envs.actions`): any integral scalar (``np.array([2])``) is
+    accepted, a fraction or NaN raises ``InvalidActionError``; an invalid action ends
+    the slice (the wait action), sets ``info["invalid_action"]`` and counts in
+    ``info["num_invalid_actions"]`` (``info["num_forced_actions"]`` stays 0).
+
+    ## Observation Space
+    As MetisAllocation-v0; ``pending_gpus`` holds the plan being built.
+
+    Everything else (rewards, metrics, arguments) is MetisAllocation-v0's.
+    """
+
+    def __init__(self, render_mode: str | None = None, **kwargs: Any) -> None:
+        super().__init__(render_mode, **kwargs)
+        self.end_action = self.wait_action = self.num_slots
+        self.pending = np.zeros(self.num_slots, dtype=np.int64)
+
+    def _make_action_space(self) -> spaces.Space:
+        return spaces.Discrete(self.num_slots + 1)
+
+    def _begin_slice(self) -> None:
+        self.pending = np.zeros(self.num_slots, dtype=np.int64)
+
+    def _decode_action(self, action: Any) -> tuple[int, bool, bool]:
+        return ClusterEnvBase._decode_action(self, action)
+
+    def _take_action(self, action: int) -> Outcome:
+        if action != self.end_action:
+            self.pending[action] += 1
+            return DECISION
+        requests = {j: int(self.pending[k]) for k, j in enumerate(self.slots) if j is not None}
+        return self._commit(requests)
+
+    def _action_mask(self) -> np.ndarray:
+        """Which actions are allowed now (the end-slice action is last)."""
+        mask = np.zeros(self.num_slots + 1, dtype=bool)
+        mask[self.end_action] = True
+        if self.pending.sum() >= self.sim.inventory.num_gpus:
+            return mask
+        for k, j in enumerate(self.slots):
+            if j is not None and self.pending[k] < self.sim.jobs[j].max_gpus:
+                mask[k] = True
+        return mask
+
+    def action_for(self, decision: Decision) -> int:
+        """The next increment towards ``decision``'s counts, or the end-slice action."""
+        target = super().action_for(decision)
+        below = np.flatnonzero(self.pending < target)
+        return int(below[0]) if below.size else self.end_action
+
+    def _pending(self) -> np.ndarray:
+        return self.pending.copy()
