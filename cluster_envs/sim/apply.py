@@ -1,8 +1,8 @@
-"""Validation and application of a :class:`Decision` to the simulator.
+"""Validation of a :class:`Decision` against the simulator's read-only state.
 
 A decision is checked action by action against a scratch copy of the free-GPU vector;
-only if every action is feasible is anything changed, so a rejected decision leaves the
-simulator exactly as it was. Errors name the job and the reason.
+:meth:`Simulator.apply` changes anything only if every action is feasible, so a rejected
+decision leaves the simulator exactly as it was. Errors name the job and the reason.
 """
 
 from __future__ import annotations
@@ -62,7 +62,12 @@ def _check_placement(sim: Simulator, j: int, placement: Placement, free: np.ndar
         raise _fail(j, f"{spec.kind.value} job given {total} GPUs; allowed {allowed}")
 
 
-def _validate(sim: Simulator, decision: Decision) -> None:
+def validate_decision(sim: Simulator, decision: Decision) -> None:
+    """Check every action of ``decision`` against the simulator's public state.
+
+    Raises:
+        InfeasibleDecisionError: Naming the first infeasible action's job and reason.
+    """
     free = sim.inventory.free.copy()
     # Each job may appear once per decision, so a job's held GPUs are always the ones the
     # simulator records: validation costs O(actions), not O(running jobs).
@@ -93,43 +98,3 @@ def _validate(sim: Simulator, decision: Decision) -> None:
         _check_placement(sim, j, action.placement, free)
         for node, gpus in action.placement:
             free[node] -= gpus
-
-
-def apply_decision(sim: Simulator, decision: Decision) -> int:
-    """Validate the whole decision, then carry it out in order.
-
-    Returns:
-        How many actions changed something (re-stating a placement changes nothing).
-    """
-    _validate(sim, decision)
-    cfg = sim.config
-    changed = 0
-    for action in decision.actions:
-        j = int(action.job_id)
-        if isinstance(action, Preempt) or not action.placement:
-            sim._stop(j)
-            changed += 1
-            continue
-        placement = tuple(sorted((int(n), int(g)) for n, g in action.placement))
-        if action.batch_size is not None:
-            _set_batch(sim, j, action.batch_size, placement)
-        if j in sim.active:
-            if placement == sim.placement[j]:
-                continue
-            sim._set_rate(j, 0.0)
-            sim._release(j)
-            sim.num_restarts[j] += 1
-            sim._start(j, placement, cfg.rescale_cost_s)
-        else:
-            cost = cfg.restart_cost_s if sim.num_restarts[j] > 0 else 0.0
-            sim._start(j, placement, cost)
-        changed += 1
-    return changed
-
-
-def _set_batch(sim: Simulator, j: int, batch_size: int, placement: Placement) -> None:
-    """Adopt ``batch_size``; a running job keeping its GPUs re-rates now (no restart)."""
-    sim._sync_progress(j)
-    sim.batch_size[j] = int(batch_size)
-    if j in sim.active and placement == sim.placement[j] and sim.state[j] == JobState.RUNNING:
-        sim._set_rate(j, sim._rate_of(j, placement))

@@ -1,38 +1,35 @@
-"""The discrete-event simulator of a GPU cluster running training jobs.
-
-Events are kept in a heap ordered by ``(time, kind, job_id)``: at one instant
-completions come first (their GPUs are free for the next decision), then ends of
-rescales, then arrivals, each kind by job id -- a deterministic tie-break. Between events
-every running job progresses at a constant rate (iterations/s) given by its speed model
-for its current placement, so progress is integrated exactly and lazily: a job's
-progress is brought up to date only when its rate changes, and its completion event is
-re-keyed then (stale heap entries are skipped by a per-job version number).
-"""
+"""The discrete-event simulator of a GPU cluster running training jobs, the one owner of
+the simulation state (read-only accessors, observers). Events come from an
+:class:`~cluster_envs.sim.events.EventQueue`; between events each running job progresses
+at a constant rate from its speed model, integrated exactly and lazily (synced, and its
+completion re-keyed, only when its rate changes)."""
 
 from __future__ import annotations
 
-import heapq
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
 from cluster_envs.config import ClusterConfig, SimConfig, get_cluster, sim_config
-from cluster_envs.errors import ConfigError
-from cluster_envs.sim.apply import apply_decision
+from cluster_envs.sim.apply import validate_decision
+from cluster_envs.sim.checks import check_invariants, check_workload
 from cluster_envs.sim.contention import Contention
 from cluster_envs.sim.estimate import WorkEstimator
+from cluster_envs.sim.events import EV_COMPLETE, EV_RESCALED, EventQueue
 from cluster_envs.sim.inventory import GpuInventory
 from cluster_envs.sim.metrics import EpisodeRecord
-from cluster_envs.sim.view import ClusterView, JobStatus
-from cluster_envs.types import Decision, JobSpec, JobState, Placement
+from cluster_envs.sim.observers import CALLBACKS, bound_callbacks
+from cluster_envs.sim.rates import RateModel
+from cluster_envs.sim.state_api import SimulatorState
+from cluster_envs.sim.view import ClusterView, JobStatus, build_view, make_job_status
+from cluster_envs.types import Decision, JobSpec, JobState, Placement, Preempt
 
-EV_COMPLETE, EV_RESCALED, EV_ARRIVAL = 0, 1, 2
 #: Progress within this many iterations of the total counts as complete (float noise).
 PROGRESS_EPS = 1e-9
 
 
-class Simulator:
+class Simulator(SimulatorState):
     """A GPU cluster, a list of jobs, and time.
 
     Args:
@@ -43,7 +40,10 @@ class Simulator:
             user runtime estimates); the workload itself is fixed.
 
     Drive it with :meth:`step` (to the next event instant) or :meth:`advance_to`, read
-    :meth:`view`, and hand decisions to :meth:`apply`.
+    :meth:`view` or the read-only state below, hand decisions to :meth:`apply`, and follow
+    it with observers (:meth:`add_observer`, :mod:`cluster_envs.sim.observers`). Every
+    public attribute is read-only: arrays are non-writeable views, ``queue``/``active``
+    mapping proxies, ``placement`` a :class:`ListView`; they follow the simulation live.
     """
 
     def __init__(
@@ -53,76 +53,62 @@ class Simulator:
         config: SimConfig | dict | None = None,
         seed: int = 0,
     ) -> None:
-        self.cluster = get_cluster(cluster)
-        self.config = sim_config(config)
-        self.jobs: tuple[JobSpec, ...] = tuple(jobs)
-        self.inventory = GpuInventory(self.cluster)
-        self._check_jobs()
-        n = len(self.jobs)
-        self.state = np.full(n, JobState.PENDING, dtype=np.int8)
-        self.progress = np.zeros(n)
-        self.rate = np.zeros(n)
-        self.last_update_s = np.zeros(n)
-        self.first_start_s = np.full(n, np.nan)
-        self.finish_s = np.full(n, np.nan)
-        self.attained_gpu_s = np.zeros(n)
-        self.num_restarts = np.zeros(n, dtype=np.int64)
-        self.batch_size = np.array([job.batch_size for job in self.jobs], dtype=np.int64)
-        self.placement: list[Placement] = [()] * n
-        self.num_gpus_held = np.zeros(n, dtype=np.int64)
-        self.held_since_s = np.zeros(n)
-        self._version = [0] * n
-        self.queue: dict[int, None] = {}  # insertion-ordered set, submission order
-        self.active: dict[int, None] = {}  # running or rescaling, start order
-        self.now_s = 0.0
-        self.num_finished = 0
-        self.num_arrived = 0
-        self.num_events = 0
+        self._cluster = get_cluster(cluster)
+        self._config = sim_config(config)
+        self._jobs: tuple[JobSpec, ...] = tuple(jobs)
+        self._inventory = GpuInventory(self._cluster)
+        check_workload(self._jobs, self._cluster, self._inventory.num_gpus)
+        n = len(self._jobs)
+        self._state = np.full(n, JobState.PENDING, dtype=np.int8)
+        self._progress = np.zeros(n)
+        self._rate = np.zeros(n)
+        self._last_update_s = np.zeros(n)
+        self._first_start_s = np.full(n, np.nan)
+        self._finish_s = np.full(n, np.nan)
+        self._attained_gpu_s = np.zeros(n)
+        self._num_restarts = np.zeros(n, dtype=np.int64)
+        self._num_gpus_held = np.zeros(n, dtype=np.int64)
+        self._held_since_s = np.zeros(n)
+        self._batch_size = np.array([job.batch_size for job in self._jobs], dtype=np.int64)
+        self._placement: list[Placement] = [()] * n
+        self._queue: dict[int, None] = {}  # insertion-ordered set, submission order
+        self._active: dict[int, None] = {}  # running or rescaling, start order
+        self._now_s = 0.0
+        self._num_finished = 0
+        self._num_arrived = 0
+        self._num_events = 0
         self._state_version = 0
-        self._events: list[tuple[float, int, int, int]] = [
-            (job.submit_time_s, EV_ARRIVAL, job.job_id, 0) for job in self.jobs
-        ]
-        heapq.heapify(self._events)
-        self.contention = Contention(
-            self.inventory.num_nodes, self.config.link_contention, self.config.node_interference
+        self._events = EventQueue(((job.submit_time_s, job.job_id) for job in self._jobs), n)
+        self._contention = Contention(
+            self._inventory.num_nodes, self._config.link_contention, self._config.node_interference
         )
-        self._rate_cache: dict[tuple[int, tuple[int, ...], float, float], float] = {}
-        self.record = EpisodeRecord(self.config.record_timeline)
-        self.seed = int(seed)
-        self.estimator = WorkEstimator(self, self.seed, self.config.loss_noise_std)
+        self._make_views()
+        self._rates = RateModel(self._inventory, self._contention)
+        self._observers: list[object] = []
+        self._on: dict[str, list[Callable[..., None]]] = {name: [] for name in CALLBACKS}
+        self._record = EpisodeRecord(self._config.record_timeline)
+        self.add_observer(self._record)
+        self._seed = int(seed)
+        self._estimator = WorkEstimator(self, self._seed, self._config.loss_noise_std)
 
-    # ------------------------------------------------------------------ setup
-    def _check_jobs(self) -> None:
-        total = self.inventory.num_gpus
-        for i, job in enumerate(self.jobs):
-            if job.job_id != i:
-                raise ConfigError(f"job {job.name!r} has job_id {job.job_id}, expected {i}")
-            if job.min_gpus > total:
-                raise ConfigError(
-                    f"job {job.job_id} ({job.name!r}) needs at least {job.min_gpus} GPUs but "
-                    f"cluster {self.cluster.name!r} has only {total}"
-                )
+    def add_observer(self, observer: object) -> None:
+        """Call ``observer``'s callbacks (:mod:`cluster_envs.sim.observers`), in order added."""
+        for name, method in bound_callbacks(observer).items():
+            self._on[name].append(method)  # type: ignore[arg-type]
+        self._observers.append(observer)
 
-    # ------------------------------------------------------------------ time
     @property
-    def state_version(self) -> int:
-        """A counter that changes whenever anything a policy can observe changes."""
-        return self._state_version
+    def observers(self) -> tuple[object, ...]:  # in call order, the episode record first
+        return tuple(self._observers)
 
     @property
     def done(self) -> bool:
         """True once every job of the workload has finished."""
-        return self.num_finished == len(self.jobs)
+        return self._num_finished == len(self._jobs)
 
     def next_event_time(self) -> float:
         """Time of the next valid event (``inf`` when none is left)."""
-        events = self._events
-        while events:
-            t, kind, j, version = events[0]
-            if kind == EV_ARRIVAL or version == self._version[j]:
-                return t
-            heapq.heappop(events)
-        return math.inf
+        return self._events.next_time()
 
     def step(self) -> float:
         """Process every event of the next event instant; returns that instant."""
@@ -134,17 +120,15 @@ class Simulator:
 
     def advance_to(self, time_s: float) -> None:
         """Process every event up to and including ``time_s`` and move the clock there."""
-        if time_s < self.now_s:
-            raise ValueError(f"cannot go back in time from {self.now_s} to {time_s}")
+        if time_s < self._now_s:
+            raise ValueError(f"cannot go back in time from {self._now_s} to {time_s}")
         self._process_until(time_s)
 
     def _process_until(self, t_end: float) -> None:
-        events = self._events
-        while events and events[0][0] <= t_end:
-            t, kind, j, version = heapq.heappop(events)
-            if kind != EV_ARRIVAL and version != self._version[j]:
-                continue
-            self.num_events += 1
+        pop = self._events.pop_until
+        while (event := pop(t_end)) is not None:
+            t, kind, j, _ = event
+            self._num_events += 1
             self._set_time(t)
             if kind == EV_COMPLETE:
                 self._complete(j)
@@ -155,114 +139,100 @@ class Simulator:
         self._set_time(t_end)
 
     def _set_time(self, t: float) -> None:
-        if t != self.now_s:
-            self.record.account(self.now_s, t, self)
-            self.now_s = t
+        if t != self._now_s:
+            for callback in self._on["on_advance"]:
+                callback(self, self._now_s, t)
+            self._now_s = t
             self._state_version += 1
 
-    # ------------------------------------------------------------------ events
     def _arrive(self, j: int) -> None:
-        self.state[j] = JobState.QUEUED
-        self.queue[j] = None
-        self.num_arrived += 1
+        self._state[j] = JobState.QUEUED
+        self._queue[j] = None
+        self._num_arrived += 1
         self._state_version += 1
 
     def _complete(self, j: int) -> None:
         self._sync_progress(j)
-        self.progress[j] = self.jobs[j].total_iterations
-        self.state[j] = JobState.FINISHED
-        self.finish_s[j] = self.now_s
+        self._progress[j] = self._jobs[j].total_iterations
+        self._state[j] = JobState.FINISHED
+        self._finish_s[j] = self._now_s
         self._release(j)
-        del self.active[j]
-        self.num_finished += 1
+        del self._active[j]
+        self._num_finished += 1
         self._state_version += 1
+        for callback in self._on["on_finish"]:
+            callback(self, j)
 
     def _resume(self, j: int) -> None:
-        self.state[j] = JobState.RUNNING
-        self._set_rate(j, self._rate_of(j, self.placement[j]))
+        self._state[j] = JobState.RUNNING
+        self._set_rate(j, self._rate_of(j, self._placement[j]))
 
-    # ------------------------------------------------------------------ job updates
     def _sync_progress(self, j: int) -> None:
         """Bring job ``j``'s progress and attained service up to ``now_s``."""
-        dt = self.now_s - self.last_update_s[j]
+        dt = self._now_s - self._last_update_s[j]
         if dt > 0:
-            self.progress[j] += self.rate[j] * dt
-            self.attained_gpu_s[j] += self.num_gpus_held[j] * dt
-        self.last_update_s[j] = self.now_s
+            self._progress[j] += self._rate[j] * dt
+            self._attained_gpu_s[j] += self._num_gpus_held[j] * dt
+        self._last_update_s[j] = self._now_s
 
     def iterations_done(self, j: int) -> float:
         """Iterations job ``j`` has completed by ``now_s`` (no state change)."""
-        return float(self.progress[j] + self.rate[j] * (self.now_s - self.last_update_s[j]))
+        dt = self._now_s - self._last_update_s[j]
+        return float(self._progress[j] + self._rate[j] * dt)
 
     def _set_rate(self, j: int, rate: float) -> None:
         """Change job ``j``'s rate from now on and re-key its completion event."""
         self._sync_progress(j)
         rate = float(rate)
-        self.rate[j] = rate
-        self._version[j] += 1
+        self._rate[j] = rate
+        self._events.invalidate(j)
         if rate > 0:
-            remaining = max(float(self.jobs[j].total_iterations - self.progress[j]), 0.0)
-            if remaining <= PROGRESS_EPS * self.jobs[j].total_iterations:
+            total = self._jobs[j].total_iterations
+            remaining = max(float(total - self._progress[j]), 0.0)
+            if remaining <= PROGRESS_EPS * total:
                 remaining = 0.0
-            heapq.heappush(
-                self._events, (self.now_s + remaining / rate, EV_COMPLETE, j, self._version[j])
-            )
+            self._events.push(self._now_s + remaining / rate, EV_COMPLETE, j)
 
     def _rate_of(self, j: int, placement: Placement) -> float:
-        shape, speed = self.inventory.shape_and_speed(placement)
-        compute_div, network_div = self.contention.factors(j, placement)
-        compute = speed / compute_div
-        network = self.inventory.network_speed / network_div
-        spec = self.jobs[j]
-        if hasattr(spec.speed, "goodput_rate"):  # adaptive batch: rate = goodput now
-            done = float(self.progress[j] / spec.total_iterations)
-            return spec.speed.goodput_rate(shape, compute, network, int(self.batch_size[j]), done)
-        key = (id(spec.speed), shape, compute, network)
-        rate = self._rate_cache.get(key)
-        if rate is None:
-            rate = spec.speed.throughput(shape, compute, network)
-            if not rate > 0:
-                raise ConfigError(f"job {j}: speed model gave throughput {rate} for {shape}")
-            self._rate_cache[key] = rate
-        return rate
+        spec = self._jobs[j]
+        done = float(self._progress[j] / spec.total_iterations)
+        return self._rates.rate_of(j, spec, placement, int(self._batch_size[j]), done)
 
     def _refresh_rates(self, jobs: set[int]) -> None:
         """Recompute the rates of running ``jobs`` after their neighbours changed."""
         for k in sorted(jobs):
-            if self.state[k] == JobState.RUNNING:
-                rate = self._rate_of(k, self.placement[k])
-                if rate != self.rate[k]:
+            if self._state[k] == JobState.RUNNING:
+                rate = self._rate_of(k, self._placement[k])
+                if rate != self._rate[k]:
                     self._set_rate(k, rate)
 
     def _release(self, j: int) -> None:
         self._sync_progress(j)
-        if self.record.keep_timeline:
-            self.record.segments.append(
-                (j, float(self.held_since_s[j]), self.now_s, self.placement[j])
-            )
-        self.inventory.give_back(self.placement[j])
-        self.placement[j] = ()
-        self.num_gpus_held[j] = 0
-        self._refresh_rates(self.contention.remove(j))
+        for callback in self._on["on_release"]:
+            callback(self, j, float(self._held_since_s[j]), self._now_s, self._placement[j])
+        self._inventory.give_back(self._placement[j])
+        self._placement[j] = ()
+        self._num_gpus_held[j] = 0
+        self._refresh_rates(self._contention.remove(j))
 
     def _start(self, j: int, placement: Placement, cost_s: float) -> None:
         """Give job ``j`` the GPUs of ``placement``; it runs after ``cost_s`` seconds."""
         self._sync_progress(j)
-        self.inventory.take(placement)
-        self.placement[j] = placement
-        self.held_since_s[j] = self.now_s
-        self.num_gpus_held[j] = sum(g for _, g in placement)
-        if np.isnan(self.first_start_s[j]):
-            self.first_start_s[j] = self.now_s
-        self.active[j] = None
-        self.queue.pop(j, None)
-        neighbours = self.contention.add(j, placement)
+        self._inventory.take(placement)
+        self._placement[j] = placement
+        self._held_since_s[j] = self._now_s
+        self._num_gpus_held[j] = sum(g for _, g in placement)
+        if np.isnan(self._first_start_s[j]):
+            self._first_start_s[j] = self._now_s
+        self._active[j] = None
+        self._queue.pop(j, None)
+        neighbours = self._contention.add(j, placement)
         if cost_s > 0:
-            self.state[j] = JobState.RESCALING
+            self._state[j] = JobState.RESCALING
             self._set_rate(j, 0.0)
-            heapq.heappush(self._events, (self.now_s + cost_s, EV_RESCALED, j, self._version[j]))
+            self._events.push(self._now_s + cost_s, EV_RESCALED, j)
         else:
-            self.state[j] = JobState.RUNNING
+            self._state[j] = JobState.RUNNING
             self._set_rate(j, self._rate_of(j, placement))
         self._refresh_rates(neighbours)
 
@@ -270,96 +240,70 @@ class Simulator:
         """Preempt job ``j``: it keeps its progress and returns to the queue."""
         self._set_rate(j, 0.0)
         self._release(j)
-        del self.active[j]
-        self.state[j] = JobState.QUEUED
-        self.num_restarts[j] += 1
-        # Re-insert in submission order so the queue stays FIFO-ordered.
-        self.queue[j] = None
-        self.queue = dict.fromkeys(sorted(self.queue, key=self._queue_key))
+        del self._active[j]
+        self._state[j] = JobState.QUEUED
+        self._num_restarts[j] += 1
+        # Re-insert in submission order, in place (the read-only proxy shows this dict).
+        self._queue[j] = None
+        order = sorted(self._queue, key=lambda k: (self._jobs[k].submit_time_s, k))
+        self._queue.clear()
+        self._queue.update(dict.fromkeys(order))
 
-    def _queue_key(self, j: int) -> tuple[float, int]:
-        return (self.jobs[j].submit_time_s, j)
-
-    # ------------------------------------------------------------------ decisions
     def apply(self, decision: Decision) -> int:
-        """Carry out a decision, or raise InfeasibleDecisionError and change nothing.
+        """Validate the whole decision (or raise InfeasibleDecisionError and change
+        nothing), then carry it out in order.
 
         Returns:
-            The number of actions that changed something.
+            The number of actions that changed something (re-stating a placement does not).
         """
         if not decision.actions:
             return 0
-        changed = apply_decision(self, decision)
+        validate_decision(self, decision)
+        cfg = self._config
+        changed = 0
+        for action in decision.actions:
+            j = int(action.job_id)
+            if isinstance(action, Preempt) or not action.placement:
+                self._stop(j)
+                changed += 1
+                continue
+            placement = tuple(sorted((int(n), int(g)) for n, g in action.placement))
+            if action.batch_size is not None:
+                self._set_batch(j, int(action.batch_size), placement)
+            if j in self._active:
+                if placement == self._placement[j]:
+                    continue
+                self._set_rate(j, 0.0)
+                self._release(j)
+                self._num_restarts[j] += 1
+                self._start(j, placement, cfg.rescale_cost_s)
+            else:
+                cost = cfg.restart_cost_s if self._num_restarts[j] > 0 else 0.0
+                self._start(j, placement, cost)
+            changed += 1
         if changed:
             self._state_version += 1
-            self.record.sample(self)
+            for callback in self._on["on_decision"]:
+                callback(self, changed)
         return changed
 
-    # ------------------------------------------------------------------ views
-    def view(self) -> ClusterView:
-        """An immutable snapshot of the current state for a policy."""
-        inv = self.inventory
-        return ClusterView(
-            time_s=self.now_s,
-            cluster=self.cluster,
-            free_gpus=inv.free.copy(),
-            total_gpus=inv.total,
-            node_speed=inv.speed,
-            network_speed=inv.network_speed,
-            queued_ids=tuple(self.queue),
-            running_ids=tuple(self.active),
-            num_pending=len(self.jobs) - self.num_arrived,
-            num_finished=self.num_finished,
-            make_status=self.job_status,
-            estimator=self.estimator,
-            version=self._state_version,
-            current_version=lambda: self._state_version,
-        )
+    def _set_batch(self, j: int, batch_size: int, placement: Placement) -> None:
+        """Adopt ``batch_size``; a running job keeping its GPUs re-rates now (no restart)."""
+        self._sync_progress(j)
+        self._batch_size[j] = batch_size
+        if placement == self._placement[j] and self._state[j] == JobState.RUNNING:
+            self._set_rate(j, self._rate_of(j, placement))
+
+    def view(self) -> ClusterView:  # an immutable snapshot of the state for a policy
+        return build_view(self)
 
     def job_status(self, j: int) -> JobStatus:
         """What a scheduler may observe of submitted, unfinished job ``j`` right now."""
-        state = JobState(int(self.state[j]))
+        state = JobState(int(self._state[j]))
         if state in (JobState.PENDING, JobState.FINISHED):
             raise KeyError(f"job {j} is {state.name.lower()}, not queued or running")
         self._sync_progress(j)
-        spec = self.jobs[j]
-        first = self.first_start_s[j]
-        return JobStatus(
-            job_id=j,
-            name=spec.name,
-            model=spec.model,
-            kind=spec.kind,
-            state=state,
-            submit_time_s=spec.submit_time_s,
-            num_gpus=spec.num_gpus,
-            min_gpus=spec.min_gpus,
-            max_gpus=spec.max_gpus,
-            batch_size=spec.batch_size,
-            placement=self.placement[j],
-            iterations_done=float(self.progress[j]),
-            attained_gpu_s=float(self.attained_gpu_s[j]),
-            first_start_s=None if np.isnan(first) else float(first),
-            num_restarts=int(self.num_restarts[j]),
-            recorded_duration_s=spec.recorded_duration_s,
-            target_loss=spec.target_loss,
-            rate_iter_per_s=float(self.rate[j]),
-            speed=spec.speed,
-        )
+        return make_job_status(self, j, state)
 
-    # ------------------------------------------------------------------ checks
-    def check_invariants(self) -> None:
-        """Assert GPU conservation and state consistency (used by tests; O(jobs))."""
-        inv = self.inventory
-        used = np.zeros_like(inv.total)
-        for j in self.active:
-            for node, gpus in self.placement[j]:
-                used[node] += gpus
-        if not np.array_equal(used + inv.free, inv.total):
-            raise AssertionError(f"GPU conservation broken at t={self.now_s}: {used} + {inv.free}")
-        if (inv.free < 0).any() or inv.num_free != int(inv.free.sum()):
-            raise AssertionError(f"free GPU count inconsistent at t={self.now_s}")
-        for j in self.queue:
-            assert self.state[j] == JobState.QUEUED and not self.placement[j]
-        for j in self.active:
-            assert self.state[j] in (JobState.RUNNING, JobState.RESCALING)
-        assert (self.progress <= np.array([s.total_iterations for s in self.jobs]) * 1.000001).all()
+    def check_invariants(self) -> None:  # GPU conservation, state consistency (tests)
+        check_invariants(self)

@@ -14,18 +14,22 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from cluster_envs.perf.speed import packed_shape
+from cluster_envs.sim.observers import SimObserver
 
 if TYPE_CHECKING:
     from cluster_envs.config import ClusterConfig
     from cluster_envs.sim.engine import Simulator
-    from cluster_envs.types import JobSpec
+    from cluster_envs.types import JobSpec, Placement
 
 #: Bounded slowdown treats runs shorter than this as this long (Feitelson's tau).
 BOUNDED_SLOWDOWN_TAU_S = 10.0
 
 
-class EpisodeRecord:
+class EpisodeRecord(SimObserver):
     """Accumulates busy GPU-seconds, queued and in-system job-seconds, and a timeline.
+
+    The simulator's first observer (:mod:`cluster_envs.sim.observers`): it sees every
+    interval of constant state, every applied decision and every released holding.
 
     ``system_job_s`` (queued + running jobs integrated over time) equals the sum of the
     JCTs of finished jobs plus the age of unfinished ones: the JCT reward's integrand.
@@ -46,7 +50,7 @@ class EpisodeRecord:
         #: (job_id, start_s, end_s, placement) of every finished holding of GPUs.
         self.segments: list[tuple[int, float, float, tuple[tuple[int, int], ...]]] = []
 
-    def account(self, t0: float, t1: float, sim: Simulator) -> None:
+    def on_advance(self, sim: Simulator, t0: float, t1: float) -> None:
         """The state held from ``t0`` to ``t1``: add its busy GPU-seconds, log it."""
         busy = sim.inventory.num_gpus - sim.inventory.num_free
         self.busy_gpu_s += busy * (t1 - t0)
@@ -54,6 +58,17 @@ class EpisodeRecord:
         self.system_job_s += (len(sim.queue) + len(sim.active)) * (t1 - t0)
         if self.keep_timeline:
             self.sample(sim, t0)
+
+    def on_decision(self, sim: Simulator, num_changed: int) -> None:
+        """A decision changed the state: log the new state at ``now_s``."""
+        self.sample(sim)
+
+    def on_release(
+        self, sim: Simulator, job_id: int, start_s: float, end_s: float, placement: Placement
+    ) -> None:
+        """Keep the finished holding as a timeline segment (when the timeline is on)."""
+        if self.keep_timeline:
+            self.segments.append((job_id, start_s, end_s, placement))
 
     def sample(self, sim: Simulator, time_s: float | None = None) -> None:
         """Log the current state at ``time_s`` (default: now), replacing a same-time row."""

@@ -7,9 +7,9 @@ done, ``f_j = iterations done / total iterations`` (ground truth: these are metr
 rewards, never policy inputs). Between two simulator events every job's speed is
 constant, so ``f_j`` is linear in time there, and ``Q_m`` is piecewise linear in ``f``:
 :class:`QualityTracker` integrates ``q_j`` over each such interval exactly through the
-antiderivative of ``Q_m``. It is fed by the simulator's record (every change of time
-passes through :meth:`EpisodeRecord.account`), so the no-gym runner and the envs share
-one integrator, and their metrics agree to the last bit.
+antiderivative of ``Q_m``. It is a simulator observer (every change of time reaches its
+:meth:`QualityTracker.on_advance`), so the no-gym runner and the envs share one
+integrator, and their metrics agree to the last bit.
 
 Metrics (:func:`quality_metrics`), times from the workload's first submission:
 
@@ -40,7 +40,7 @@ import numpy as np
 
 from cluster_envs.errors import ConfigError
 from cluster_envs.perf.quality import QualityCurve
-from cluster_envs.sim.metrics import EpisodeRecord
+from cluster_envs.sim.observers import SimObserver
 from cluster_envs.types import JobState
 
 if TYPE_CHECKING:
@@ -138,8 +138,10 @@ def curve_integral(model: str) -> CurveIntegral:
     return CurveIntegral(curve)
 
 
-class QualityTracker:
+class QualityTracker(SimObserver):
     """Integrates every job's quality while it is in the system (see module docstring).
+
+    A simulator observer: :func:`track_quality` attaches it.
 
     Args:
         sim: The simulator (read for progress, rates, queue and running set).
@@ -176,6 +178,10 @@ class QualityTracker:
         sim = self.sim
         done = float(self.final[~np.isnan(sim.finish_s)].sum())
         return done + sum(self.quality(j) for j in (*sim.queue, *sim.active))
+
+    def on_advance(self, sim: Simulator, t0: float, t1: float) -> None:
+        """Observer hook: the state was constant over ``[t0, t1)``."""
+        self.account(t0, t1)
 
     def account(self, t0: float, t1: float) -> None:
         """Integrate the interval ``[t0, t1]`` (the simulator's clock is still at t0)."""
@@ -251,18 +257,6 @@ class QualityTracker:
         }
 
 
-class QualityRecord(EpisodeRecord):
-    """The simulator's episode record, also feeding a :class:`QualityTracker`."""
-
-    def __init__(self, keep_timeline: bool, tracker: QualityTracker) -> None:
-        super().__init__(keep_timeline)
-        self.tracker = tracker
-
-    def account(self, t0: float, t1: float, sim: Simulator) -> None:
-        self.tracker.account(t0, t1)
-        super().account(t0, t1, sim)
-
-
 def track_quality(sim: Simulator, settings: QualitySettings | None = None) -> QualityTracker:
     """Attach a quality tracker to a fresh simulator (before any time has passed).
 
@@ -271,24 +265,32 @@ def track_quality(sim: Simulator, settings: QualitySettings | None = None) -> Qu
     """
     if sim.now_s != 0.0 or sim.num_events or sim.record.busy_gpu_s or sim.record.times:
         raise ValueError("track_quality needs a fresh simulator (attach before running it)")
+    if _tracker_of(sim) is not None:
+        raise ValueError("track_quality: this simulator already has a quality tracker")
     tracker = QualityTracker(sim, settings or QualitySettings())
-    sim.record = QualityRecord(sim.config.record_timeline, tracker)
+    sim.add_observer(tracker)
     return tracker
+
+
+def _tracker_of(sim: Simulator) -> QualityTracker | None:
+    for observer in sim.observers:
+        if isinstance(observer, QualityTracker):
+            return observer
+    return None
 
 
 def quality_metrics(sim: Simulator) -> dict[str, float]:
     """The quality metrics of ``sim`` (which :func:`track_quality` must have set up)."""
-    record = sim.record
-    if not isinstance(record, QualityRecord):
+    tracker = _tracker_of(sim)
+    if tracker is None:
         raise ValueError("quality_metrics needs a simulator set up with track_quality(sim)")
-    return record.tracker.metrics()
+    return tracker.metrics()
 
 
 __all__ = [
     "QUALITY_THRESHOLD",
     "QUALITY_WINDOW_S",
     "CurveIntegral",
-    "QualityRecord",
     "QualitySettings",
     "QualityTracker",
     "curve_integral",

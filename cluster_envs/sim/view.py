@@ -25,6 +25,7 @@ from cluster_envs.types import JobKind, JobState, Placement
 if TYPE_CHECKING:
     from cluster_envs.config import ClusterConfig
     from cluster_envs.perf.speed import SpeedModel
+    from cluster_envs.sim.engine import Simulator
     from cluster_envs.sim.estimate import JobEstimate, WorkEstimator
 
 
@@ -189,3 +190,51 @@ class ClusterView:
     def running(self) -> tuple[JobStatus, ...]:
         """Running (and rescaling) jobs."""
         return tuple(self.job(j) for j in self.running_ids)
+
+
+def build_view(sim: Simulator) -> ClusterView:
+    """An immutable snapshot of ``sim`` now (what :meth:`Simulator.view` returns)."""
+    inv = sim.inventory
+    return ClusterView(
+        time_s=sim.now_s,
+        cluster=sim.cluster,
+        free_gpus=inv.free.copy(),
+        total_gpus=inv.total,
+        node_speed=inv.speed,
+        network_speed=inv.network_speed,
+        queued_ids=tuple(sim.queue),
+        running_ids=tuple(sim.active),
+        num_pending=len(sim.jobs) - sim.num_arrived,
+        num_finished=sim.num_finished,
+        make_status=sim.job_status,
+        estimator=sim.estimator,
+        version=sim.state_version,
+        current_version=lambda: sim.state_version,
+    )
+
+
+def make_job_status(sim: Simulator, j: int, state: JobState) -> JobStatus:
+    """The :class:`JobStatus` of job ``j`` from ``sim``'s state (synced to now)."""
+    spec = sim.jobs[j]
+    first = sim.first_start_s[j]
+    return JobStatus(
+        job_id=j,
+        name=spec.name,
+        model=spec.model,
+        kind=spec.kind,
+        state=state,
+        submit_time_s=spec.submit_time_s,
+        num_gpus=spec.num_gpus,
+        min_gpus=spec.min_gpus,
+        max_gpus=spec.max_gpus,
+        batch_size=spec.batch_size,
+        placement=sim.placement[j],
+        iterations_done=float(sim.progress[j]),
+        attained_gpu_s=float(sim.attained_gpu_s[j]),
+        first_start_s=None if np.isnan(first) else float(first),
+        num_restarts=int(sim.num_restarts[j]),
+        recorded_duration_s=spec.recorded_duration_s,
+        target_loss=spec.target_loss,
+        rate_iter_per_s=float(sim.rate[j]),
+        speed=spec.speed,
+    )

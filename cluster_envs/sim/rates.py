@@ -1,0 +1,54 @@
+"""Job speeds (iterations/s) on a placement, with contention, cached per distinct input."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from cluster_envs.errors import ConfigError
+
+if TYPE_CHECKING:
+    from cluster_envs.sim.contention import Contention
+    from cluster_envs.sim.inventory import GpuInventory
+    from cluster_envs.types import JobSpec, Placement
+
+
+class RateModel:
+    """Throughput of a job on a placement given the current contention (owned by the
+    simulator; reads the inventory and contention tracker it is given).
+
+    Args:
+        inventory: The cluster's GPUs.
+        contention: The tracker of jobs sharing nodes and links.
+    """
+
+    def __init__(self, inventory: GpuInventory, contention: Contention) -> None:
+        self.inventory = inventory
+        self.contention = contention
+        self._cache: dict[tuple[int, tuple[int, ...], float, float], float] = {}
+
+    def rate_of(
+        self, j: int, spec: JobSpec, placement: Placement, batch_size: int, done: float
+    ) -> float:
+        """Iterations/s of job ``j`` (spec ``spec``) on ``placement`` right now.
+
+        A job whose speed model has ``goodput_rate`` (adaptive batch size,
+        :mod:`cluster_envs.perf.goodput`) runs at its goodput for ``batch_size`` at the
+        fraction ``done`` of its training; that depends on progress, so it is not cached.
+
+        Raises:
+            ConfigError: The job's speed model gives a non-positive throughput.
+        """
+        shape, speed = self.inventory.shape_and_speed(placement)
+        compute_div, network_div = self.contention.factors(j, placement)
+        compute = speed / compute_div
+        network = self.inventory.network_speed / network_div
+        if hasattr(spec.speed, "goodput_rate"):
+            return spec.speed.goodput_rate(shape, compute, network, batch_size, done)
+        key = (id(spec.speed), shape, compute, network)
+        rate = self._cache.get(key)
+        if rate is None:
+            rate = spec.speed.throughput(shape, compute, network)
+            if not rate > 0:
+                raise ConfigError(f"job {j}: speed model gave throughput {rate} for {shape}")
+            self._cache[key] = rate
+        return rate

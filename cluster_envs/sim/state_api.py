@@ -1,0 +1,84 @@
+"""The read-only public face of :class:`~cluster_envs.sim.engine.Simulator`.
+
+The simulator keeps its state in private attributes and changes it in place; this base
+class declares every public name as a read-only accessor over that storage (numpy arrays
+as non-writeable views, dicts as mapping proxies, the placement list as a
+:class:`~cluster_envs.sim.readonly.ListView`, inventory and contention as facades), so
+they follow the simulation live and refuse writes. Copies and pickles rebuild the
+windows over the copied storage.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from cluster_envs.sim.readonly import ContentionView, InventoryView, ListView, frozen, read_only
+
+if TYPE_CHECKING:
+    from cluster_envs.config import ClusterConfig, SimConfig
+    from cluster_envs.sim.estimate import WorkEstimator
+    from cluster_envs.sim.metrics import EpisodeRecord
+    from cluster_envs.types import JobSpec, Placement
+
+#: Per-job arrays kept privately as ``_<name>`` and shown as read-only ``<name>`` views.
+_JOB_ARRAYS = (
+    "state", "progress", "rate", "last_update_s", "first_start_s", "finish_s",
+    "attained_gpu_s", "num_restarts", "num_gpus_held", "held_since_s", "batch_size",
+)  # fmt: skip
+
+
+class SimulatorState:
+    """Read-only accessors of the simulator's state (see the module docstring)."""
+
+    cluster: ClusterConfig = read_only("_cluster", "The cluster configuration.")
+    config: SimConfig = read_only("_config", "The simulator settings.")
+    jobs: tuple[JobSpec, ...] = read_only("_jobs", "The workload's jobs, by job id.")
+    seed: int = read_only("_seed", "The simulation's seed.")
+    inventory: InventoryView = read_only("_inventory_ro", "Free/total GPUs per node.")
+    contention: ContentionView = read_only("_contention_ro", "Jobs sharing nodes and links.")
+    record: EpisodeRecord = read_only("_record", "Busy GPU-s, job-s and the timeline.")
+    estimator: WorkEstimator = read_only("_estimator", "Loss observations and estimates.")
+    state: np.ndarray = read_only("_state_ro", "Per-job JobState codes (int8).")
+    progress: np.ndarray = read_only("_progress_ro", "Iterations done at last_update_s.")
+    rate: np.ndarray = read_only("_rate_ro", "Current speed per job (iterations/s).")
+    last_update_s: np.ndarray = read_only("_last_update_s_ro", "When progress was synced.")
+    first_start_s: np.ndarray = read_only("_first_start_s_ro", "First start (NaN: never).")
+    finish_s: np.ndarray = read_only("_finish_s_ro", "Completion time (NaN: unfinished).")
+    attained_gpu_s: np.ndarray = read_only("_attained_gpu_s_ro", "GPU-s at last_update_s.")
+    num_restarts: np.ndarray = read_only("_num_restarts_ro", "Preemptions + rescales (int64).")
+    num_gpus_held: np.ndarray = read_only("_num_gpus_held_ro", "GPUs held now (int64).")
+    held_since_s: np.ndarray = read_only("_held_since_s_ro", "Start of the current holding.")
+    batch_size: np.ndarray = read_only("_batch_size_ro", "Current global batch size (int64).")
+    placement: ListView[Placement] = read_only("_placement_ro", "Current placement per job.")
+    queue: Mapping[int, None] = read_only("_queue_ro", "Queued job ids, submission order.")
+    active: Mapping[int, None] = read_only("_active_ro", "Running/rescaling ids, start order.")
+    now_s: float = read_only("_now_s", "The simulated clock (s).")
+    num_finished: int = read_only("_num_finished", "Jobs finished so far.")
+    num_arrived: int = read_only("_num_arrived", "Jobs submitted so far.")
+    num_events: int = read_only("_num_events", "Events processed so far.")
+    state_version: int = read_only("_state_version", "Changes whenever observable state does.")
+
+    def _make_views(self) -> None:
+        """The read-only windows (storage is only ever changed in place, so they follow)."""
+        for name in _JOB_ARRAYS:
+            setattr(self, f"_{name}_ro", frozen(getattr(self, f"_{name}")))
+        self._placement_ro = ListView(self._placement)
+        self._queue_ro, self._active_ro = (
+            MappingProxyType(self._queue),
+            MappingProxyType(self._active),
+        )
+        self._inventory_ro = InventoryView(self._inventory)
+        self._contention_ro = ContentionView(self._contention)
+
+    def __getstate__(
+        self,
+    ) -> dict[str, Any]:  # copies and pickles rebuild the windows on their state
+        return {k: v for k, v in self.__dict__.items() if not k.endswith("_ro")}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._make_views()
