@@ -23,6 +23,7 @@ import numpy as np
 from cluster_envs.errors import ConfigError
 from cluster_envs.perf.speed import packed_shape
 from cluster_envs.policies.base import PlacementPolicy
+from cluster_envs.policies.context import PolicyContext
 from cluster_envs.policies.placement import ConsolidatedPlacement
 from cluster_envs.sim.view import ClusterView, JobStatus
 from cluster_envs.types import NO_DECISION, Allocate, Decision, Placement
@@ -145,6 +146,13 @@ class MoldableScheduler:
         self.levels = check_levels(levels)
         self.window = check_window(window)
         self.placement = placement or ConsolidatedPlacement("first-fit")
+
+    def configure(self, context: PolicyContext) -> None:
+        """Pick only from the env's window, at the env's levels (when it has them)."""
+        if context.window is not None:
+            self.window = check_window(context.window)
+        if context.levels is not None:
+            self.levels = check_levels(context.levels)
 
     def reset(self, seed: int | None = None) -> None:
         """Deterministic heuristics keep no episode state."""

@@ -70,15 +70,6 @@ def _both(name: str, env_kwargs: dict[str, Any], seed: int, window: int | None) 
     return through_env, through_runner.metrics
 
 
-@pytest.mark.parametrize("seed", [0, 1])
-@pytest.mark.parametrize("name", [*DETERMINISTIC, "random"])
-def test_parity_on_toy_with_the_env_window(name: str, seed: int) -> None:
-    through_env, metrics = _both(name, {"preset": "toy", "window": WINDOW}, seed, WINDOW)
-    assert through_env.num_invalid_actions == 0
-    assert through_env.metrics == metrics
-    assert metrics["num_finished"] == metrics["num_jobs"]
-
-
 @pytest.mark.parametrize("name", [*DETERMINISTIC, "random"])
 def test_parity_on_larger_presets(name: str) -> None:
     # The default preset and one Pollux workload: longer episodes, so running jobs' loss

@@ -135,7 +135,9 @@ def heuristic_case(env_id: str, kwargs: dict[str, Any], policy: str, seed: int) 
 
 def runner_case(policy: str, cluster: str, config: dict, quality: bool, seed: int) -> dict:
     workload = load_workload("philly-sample", num_jobs=60)
-    return _clean(run_episode(workload, policy, cluster, config, seed=seed, quality=quality).metrics)
+    return _clean(
+        run_episode(workload, policy, cluster, config, seed=seed, quality=quality).metrics
+    )
 
 
 def compute_all() -> dict[str, Any]:

@@ -16,6 +16,7 @@ from cluster_envs.envs.config import split_kwargs
 from cluster_envs.envs.episodes import SYNTHETIC_JOBS
 from cluster_envs.envs.scale_free import moldable_encoder
 from cluster_envs.errors import ConfigError, InfeasibleDecisionError
+from cluster_envs.policies.context import PolicyContext
 from cluster_envs.policies.placement import ConsolidatedPlacement
 from cluster_envs.types import Allocate, Decision, JobKind, JobSpec
 from cluster_envs.workload import Workload
@@ -257,6 +258,12 @@ class MoldableSchedulingEnv(ClusterEnvBase):
         return self.encoder.encode(self.sim, self._window_ids(), self.action_masks())
 
     # ------------------------------------------------------------------ heuristics
+    def policy_context(self) -> PolicyContext:
+        """The base context plus the window and levels a moldable heuristic picks from."""
+        return dataclasses.replace(
+            super().policy_context(), window=self.config.window, levels=self.levels
+        )
+
     def action_for(self, decision: Decision) -> int:
         """The action that carries out the first start of a heuristic's ``decision``.
 

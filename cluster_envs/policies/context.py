@@ -23,11 +23,15 @@ class PolicyContext:
         num_slots: Jobs an allocation decision covers (the env's slots).
         time_slice_s: The re-allocation interval (s); None for event-driven envs.
         rescale_cost_s: Time a malleable job loses to a changed allocation (s).
+        window: Queued jobs a moldable decision may pick from (the env's window).
+        levels: GPU counts a moldable job may start with (the env's levels).
     """
 
     num_slots: int | None = None
     time_slice_s: float | None = None
     rescale_cost_s: float | None = None
+    window: int | None = None
+    levels: tuple[int, ...] | None = None
 
 
 def configure_policy(policy: P, context: PolicyContext) -> P:
