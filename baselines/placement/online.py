@@ -137,6 +137,18 @@ class BOPlacement:
         self._decisions += 1
         return placement
 
+    def projected_cost(
+        self, view: ClusterView, job: JobStatus, free: np.ndarray, placement: Placement
+    ) -> float:
+        """The projected cost (s) of putting ``job`` on ``placement`` now (what BO minimises).
+
+        Public so the fidelity benchmark can score candidates exactly as the search does.
+        """
+        if view is not self._view:
+            self._view, self._pending = view, []
+        num_gpus = sum(g for _, g in placement)
+        return self._projection(view, job, num_gpus, free)((placement,))
+
     def _projection(self, view: ClusterView, job: JobStatus, num_gpus: int, free: np.ndarray):
         """The cost function ``configuration -> sum of projected completion times (s)``."""
         open_nodes = set(np.flatnonzero(free > 0).tolist())
