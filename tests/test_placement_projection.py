@@ -1,0 +1,45 @@
+"""The online placer's projection: it sees the queue, and bad settings fail clearly."""
+
+from __future__ import annotations
+
+import pytest
+
+from baselines.placement.online import BOPlacement
+from cluster_envs.errors import ConfigError
+from cluster_envs.policies import make_policy
+from cluster_envs.sim.engine import Simulator
+from cluster_envs.sim.fork import settle
+from cluster_envs.workload import synthetic_workload
+
+
+def _view_with_queue():
+    wl = synthetic_workload(
+        num_jobs=30, cluster="hetero-small", seed=2, load=3.0, gpu_demand_probs={4: 0.5, 8: 0.5}
+    )
+    sim = Simulator(wl.jobs, "hetero-small", {"node_interference": 0.1}, seed=0)
+    policy = make_policy("fifo")
+    while not sim.done:
+        sim.step()
+        view = sim.view()
+        if (
+            len(view.queued_ids) >= 2
+            and view.job(view.queued_ids[0]).num_gpus <= view.num_free_gpus
+        ):
+            return view
+        settle(sim, policy)
+    raise AssertionError("no decision with a queue behind the head job")
+
+
+def test_projection_charges_the_queued_jobs_behind_the_placed_one() -> None:
+    view = _view_with_queue()
+    head = view.job(view.queued_ids[0])
+    free = view.free_gpus.copy()
+    placement = make_policy("fifo").placement.place(view, head, head.num_gpus, free)
+    alone = BOPlacement("rf", queue_horizon=0).projected_cost(view, head, free, placement)
+    queued = BOPlacement("rf").projected_cost(view, head, free, placement)
+    assert queued > alone > 0
+
+
+def test_bad_queue_horizon_fails_with_a_clear_message() -> None:
+    with pytest.raises(ConfigError, match="queue_horizon"):
+        BOPlacement("gp-ei", queue_horizon=-1)
