@@ -215,3 +215,21 @@ def test_episode_result_records_every_gpu_holding() -> None:
     jobs = [make_job(0, 0, 100), make_job(1, 0, 50)]
     result = run_episode(jobs, "fifo", ONE_GPU)
     assert result.segments == [(0, 0.0, 100.0, ((0, 1),)), (1, 100.0, 150.0, ((0, 1),))]
+
+
+def test_lower_bound_is_finite_for_a_job_no_node_group_holds_alone() -> None:
+    """A 6-GPU job on two 4-GPU node groups of different types: a finite bound and ratio."""
+    from cluster_envs.runner import run_episode
+
+    cluster = {
+        "name": "two-types",
+        "node_groups": [
+            {"num_nodes": 1, "gpus_per_node": 4, "gpu_type": "T4"},
+            {"num_nodes": 1, "gpus_per_node": 4, "gpu_type": "V100"},
+        ],
+    }
+    result = run_episode([make_job(0, 0.0, 600.0, num_gpus=6)], "fifo", cluster)
+    lb = result.metrics["lower_bound_avg_jct_s"]
+    assert 0 < lb < float("inf")
+    assert 0 < result.metrics["jct_ratio_to_lower_bound"] < float("inf")
+    assert result.metrics["avg_jct_s"] >= lb

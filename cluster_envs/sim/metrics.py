@@ -109,6 +109,16 @@ def best_isolated_runtime_s(job: JobSpec, cluster: ClusterConfig, network_speed:
                 break
             rate = job.speed.throughput(packed_shape(n, group.gpus_per_node), speed, network_speed)
             best = min(best, job.total_iterations / rate)
+    if math.isinf(best):
+        # No single node group holds the job: bound it by the whole cluster, packed on its
+        # largest nodes, at its fastest GPU type (optimistic, so still a lower bound).
+        fastest = max(GPU_SPEED[g.gpu_type] for g in cluster.node_groups)
+        widest = max(g.gpus_per_node for g in cluster.node_groups)
+        for n in counts:
+            if n > cluster.num_gpus:
+                break
+            rate = job.speed.throughput(packed_shape(n, widest), fastest, network_speed)
+            best = min(best, job.total_iterations / rate)
     return best
 
 
@@ -177,6 +187,6 @@ def compute_metrics(sim: Simulator) -> dict[str, float]:
     lb = lower_bound_avg_jct_s(sim)
     metrics["lower_bound_avg_jct_s"] = lb
     metrics["jct_ratio_to_lower_bound"] = (
-        metrics["avg_jct_s"] / lb if n_done == len(sim.jobs) and lb > 0 else float("nan")
+        metrics["avg_jct_s"] / lb if n_done == len(sim.jobs) and 0 < lb < math.inf else float("nan")
     )
     return metrics
