@@ -4,6 +4,10 @@ Metric names carry units and are the contract every env, runner and benchmark re
 ``avg_jct_s``, ``p50_jct_s``, ``p95_jct_s``, ``p99_jct_s``, ``makespan_s``,
 ``avg_queue_s``, ``bounded_slowdown``, ``gpu_utilization``, ``lower_bound_avg_jct_s``,
 ``jct_ratio_to_lower_bound``, ``num_finished``, ``num_unfinished``.
+
+``jct_ratio_to_lower_bound`` is NaN while any job is unfinished (truncated episodes):
+``avg_jct_s`` then averages only the finished jobs and the ratio would flatter a policy
+that starves long jobs. ``lower_bound_avg_jct_s`` is always finite.
 """
 
 from __future__ import annotations
@@ -96,7 +100,13 @@ class EpisodeRecord(SimObserver):
 
 
 def best_isolated_runtime_s(job: JobSpec, cluster: ClusterConfig, network_speed: float) -> float:
-    """The job's runtime alone on an empty cluster at its best GPU count and node type."""
+    """The job's runtime alone on an empty cluster at its best GPU count and node type.
+
+    A GPU count that fits no single node group (the job must span GPU types) is bounded
+    optimistically: the densest packing on the cluster's largest nodes, at the speed of
+    the ``n``-th fastest GPU (no ``n``-GPU placement has a faster slowest GPU). Without
+    it a job whose every allowed count spans groups had an infinite bound (issue 15).
+    """
     from cluster_envs.config import GPU_SPEED
 
     best = math.inf
@@ -109,21 +119,27 @@ def best_isolated_runtime_s(job: JobSpec, cluster: ClusterConfig, network_speed:
                 break
             rate = job.speed.throughput(packed_shape(n, group.gpus_per_node), speed, network_speed)
             best = min(best, job.total_iterations / rate)
-    if math.isinf(best):
-        # No single node group holds the job: bound it by the whole cluster, packed on its
-        # largest nodes, at its fastest GPU type (optimistic, so still a lower bound).
-        fastest = max(GPU_SPEED[g.gpu_type] for g in cluster.node_groups)
-        widest = max(g.gpus_per_node for g in cluster.node_groups)
-        for n in counts:
-            if n > cluster.num_gpus:
-                break
-            rate = job.speed.throughput(packed_shape(n, widest), fastest, network_speed)
+    groups = cluster.node_groups
+    largest_group = max(g.num_nodes * g.gpus_per_node for g in groups)
+    if job.max_gpus <= largest_group:
+        return best
+    widest = max(g.gpus_per_node for g in groups)
+    speeds = sorted(
+        (GPU_SPEED[g.gpu_type] for g in groups for _ in range(g.num_nodes * g.gpus_per_node)),
+        reverse=True,
+    )
+    for n in counts:
+        if largest_group < n <= len(speeds):
+            rate = job.speed.throughput(packed_shape(n, widest), speeds[n - 1], network_speed)
             best = min(best, job.total_iterations / rate)
     return best
 
 
 def lower_bound_avg_jct_s(sim: Simulator) -> float:
-    """Average over jobs of :func:`best_isolated_runtime_s` (a bound no policy can beat)."""
+    """Average over jobs of :func:`best_isolated_runtime_s` (a bound no policy can beat).
+
+    Finite for every workload the simulator accepts (each job fits the whole cluster).
+    """
     cache: dict[tuple[int, int, int, float], float] = {}
     total = 0.0
     for job in sim.jobs:
@@ -186,6 +202,8 @@ def compute_metrics(sim: Simulator) -> dict[str, float]:
     metrics["avg_queue_length"] = sim.record.queued_job_s / elapsed if elapsed > 0 else 0.0
     lb = lower_bound_avg_jct_s(sim)
     metrics["lower_bound_avg_jct_s"] = lb
+    # NaN unless every job finished (an average over the finished ones would flatter a
+    # policy that starves long jobs) and the bound is a finite positive number.
     metrics["jct_ratio_to_lower_bound"] = (
         metrics["avg_jct_s"] / lb if n_done == len(sim.jobs) and 0 < lb < math.inf else float("nan")
     )

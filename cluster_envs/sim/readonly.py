@@ -24,10 +24,15 @@ T = TypeVar("T")
 
 
 def frozen(array: np.ndarray) -> np.ndarray:
-    """A non-writeable view of ``array`` (it shows later in-place changes of ``array``)."""
-    view = array.view()
-    view.flags.writeable = False
-    return view
+    """A non-writeable view of 1-D ``array`` that shows its later in-place changes.
+
+    Built on a read-only buffer, so ``view.flags.writeable = True`` raises as well.
+    """
+    if array.size == 0:
+        view = array.view()
+        view.flags.writeable = False
+        return view
+    return np.frombuffer(memoryview(array).toreadonly(), dtype=array.dtype)
 
 
 class ListView(Sequence[T]):
