@@ -28,7 +28,7 @@ from cluster_envs.envs.metis_slots import (
     slot_mask,
     sync_slots,
 )
-from cluster_envs.errors import ConfigError
+from cluster_envs.errors import ConfigError, ResetNeededError
 from cluster_envs.policies.context import PolicyContext
 from cluster_envs.policies.projection import AllocationState, plan_allocation
 from cluster_envs.sim.metrics import compute_metrics
@@ -142,9 +142,23 @@ class MetisAllocationEnv(ClusterEnvBase):
             "quality_auc": config.auc_weight,
         }
         self.slots: Slots = [None] * config.num_slots
-        self.tracker: QualityTracker | None = None
-        self.reward: QualityReward | None = None
+        self._tracker: QualityTracker | None = None
+        self._reward: QualityReward | None = None
         self.num_projected = 0
+
+    @property
+    def tracker(self) -> QualityTracker:
+        """The episode's quality tracker; :class:`ResetNeededError` before ``reset()``."""
+        if self._tracker is None:
+            raise ResetNeededError(f"{type(self).__name__}.tracker read before reset()")
+        return self._tracker
+
+    @property
+    def reward(self) -> QualityReward:
+        """The episode's quality reward; :class:`ResetNeededError` before ``reset()``."""
+        if self._reward is None:
+            raise ResetNeededError(f"{type(self).__name__}.reward read before reset()")
+        return self._reward
 
     def _make_action_space(self) -> spaces.Space:
         return spaces.MultiDiscrete([self.max_gpus + 1] * self.num_slots)
@@ -152,7 +166,7 @@ class MetisAllocationEnv(ClusterEnvBase):
     @property
     def round_s(self) -> float:
         """The start of the current round (simulated s)."""
-        return 0.0 if self.driver is None else self.driver.round_s
+        return self.driver.round_s if self.has_episode else 0.0
 
     # ------------------------------------------------------------------ workload
     def _episode_workload(self, episode_seed: int) -> Workload:
@@ -172,8 +186,8 @@ class MetisAllocationEnv(ClusterEnvBase):
 
     # ------------------------------------------------------------------ hooks
     def _on_reset(self) -> None:
-        self.tracker = track_quality(self.sim, self.quality_settings)
-        self.reward = QualityReward(self.tracker, self.config.gap_scale_s)
+        tracker = self._tracker = track_quality(self.sim, self.quality_settings)
+        self._reward = QualityReward(tracker, self.config.gap_scale_s)
         self.encoder.reset(self.episode_seed)
         self.slots = [None] * self.num_slots
         self.num_projected = 0
