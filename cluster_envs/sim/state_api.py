@@ -21,8 +21,8 @@ from cluster_envs.sim.readonly import ContentionView, InventoryView, ListView, f
 if TYPE_CHECKING:
     from cluster_envs.config import ClusterConfig, SimConfig
     from cluster_envs.sim.contention import Contention
-    from cluster_envs.sim.inventory import GpuInventory
     from cluster_envs.sim.estimate import WorkEstimator
+    from cluster_envs.sim.inventory import GpuInventory
     from cluster_envs.sim.metrics import EpisodeRecord
     from cluster_envs.types import JobSpec, Placement
 
