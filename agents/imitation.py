@@ -32,6 +32,7 @@ from stable_baselines3.common.base_class import BaseAlgorithm
 from stable_baselines3.common.vec_env import VecNormalize
 from torch.nn import functional as F  # noqa: N812
 
+from cluster_envs.envs.base import unwrap_cluster_env
 from cluster_envs.envs.rollout import HeuristicAgent
 from cluster_envs.errors import ConfigError, InfeasibleDecisionError
 
@@ -122,7 +123,7 @@ def collect_demonstrations(
     counted in ``num_dropped``.
     """
     env = gym.make(env_id, **env_kwargs)
-    base = env.unwrapped
+    base = unwrap_cluster_env(env)
     if not hasattr(base, "action_for"):
         raise ConfigError(f"{env_id} cannot replay heuristics (no action_for); no --pretrain")
     agent = HeuristicAgent(base.policy(teacher))

@@ -25,6 +25,7 @@ from stable_baselines3.common.vec_env import VecNormalize
 
 from agents.algos import MASKABLE, check_model_path, load_model
 from agents.envs import vecnormalize_path
+from cluster_envs.envs.base import unwrap_cluster_env
 from cluster_envs.envs.registration import short_env_id
 from cluster_envs.errors import ConfigError
 from cluster_envs.names import unknown_name
@@ -83,7 +84,7 @@ class Sb3Agent:
         if self.maskable:
             mask = info.get("action_mask")
             if mask is None:
-                mask = env.unwrapped.action_masks()
+                mask = unwrap_cluster_env(env).action_masks()
             action, _ = self.model.predict(  # type: ignore[call-arg]
                 obs, deterministic=self.deterministic, action_masks=mask
             )
@@ -114,7 +115,7 @@ class RandomMaskedAgent:
         """A uniformly random feasible action (per dimension for MultiDiscrete masks)."""
         mask = info.get("action_mask")
         if mask is None:
-            mask = env.unwrapped.action_masks()
+            mask = unwrap_cluster_env(env).action_masks()
         space = env.action_space
         if isinstance(space, gym.spaces.MultiDiscrete):
             splits = np.split(np.asarray(mask, dtype=bool), np.cumsum(space.nvec)[:-1])

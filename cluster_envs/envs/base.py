@@ -338,3 +338,11 @@ class ClusterEnvBase(gym.Env):
                 rows.extend([row] * RENDER_ROW_PX)
             rows.append(np.broadcast_to(NODE_SEPARATOR_RGB, (RENDER_WIDTH, 3)))
         return np.ascontiguousarray(np.stack(rows).astype(np.uint8))
+
+
+def unwrap_cluster_env(env: gym.Env) -> ClusterEnvBase:
+    """The cluster env under ``env``'s wrappers; TypeError if ``env`` is not one."""
+    base = env.unwrapped
+    if not isinstance(base, ClusterEnvBase):
+        raise TypeError(f"{type(base).__name__} is not a cluster_envs environment")
+    return base

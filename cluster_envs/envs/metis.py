@@ -199,14 +199,18 @@ class MetisAllocationEnv(ClusterEnvBase):
     def _at_decision(self) -> None:
         self.slots = sync_slots(self.slots, self.sim)
 
-    def _decode_action(self, action: Any) -> tuple[np.ndarray, bool, bool]:
-        values = multi_discrete_action(action, self.action_space)
+    # The hooks take Any: the Discrete variant's actions are slot indices, not counts.
+    def _decode_action(self, action: Any) -> tuple[Any, bool, bool]:
+        space = self.action_space
+        if not isinstance(space, spaces.MultiDiscrete):
+            raise TypeError(f"{type(self).__name__} must override _decode_action for {space}")
+        values = multi_discrete_action(action, space)
         rows = self.action_masks().reshape(self.num_slots, self.max_gpus + 1)
         inside = (values >= 0) & (values <= self.max_gpus)
         invalid = not inside.all() or not rows[np.arange(self.num_slots), values].all()
         return values, bool(invalid), False
 
-    def _take_action(self, action: np.ndarray) -> Outcome:
+    def _take_action(self, action: Any) -> Outcome:
         requests = {j: int(action[k]) for k, j in enumerate(self.slots) if j is not None}
         self.num_projected += int(
             sum(action[k] != 0 for k, j in enumerate(self.slots) if j is None)
@@ -246,7 +250,7 @@ class MetisAllocationEnv(ClusterEnvBase):
         """``run_episode`` keyword arguments that replay this episode (the parity check)."""
         return {**super().runner_args(), "quality": self.quality_settings}
 
-    def action_for(self, decision: Decision) -> np.ndarray:
+    def action_for(self, decision: Decision) -> Any:
         """The action whose projection carries out ``decision`` exactly.
 
         Raises InfeasibleDecisionError if the decision touches a job outside the slots

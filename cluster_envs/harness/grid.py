@@ -15,7 +15,7 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
-from cluster_envs.envs.base import ClusterEnvBase
+from cluster_envs.envs.base import unwrap_cluster_env as _suite_env
 from cluster_envs.envs.rollout import rollout
 from cluster_envs.errors import ClusterEnvsError
 from cluster_envs.policies.base import SchedulingPolicy
@@ -91,14 +91,6 @@ def run_cell(cell: Cell, keep_details: bool = True) -> dict[str, Any]:
     if keep_details:
         row["details"] = details
     return row
-
-
-def _suite_env(env: gym.Env) -> ClusterEnvBase:
-    """The cluster env under ``env``'s wrappers (every grid cell is one)."""
-    base = env.unwrapped
-    if not isinstance(base, ClusterEnvBase):
-        raise TypeError(f"{type(base).__name__} is not a cluster_envs environment")
-    return base
 
 
 def _actor(env: gym.Env, name: str) -> Any:
