@@ -80,7 +80,7 @@ class Sb3Agent:
     def act(self, env: gym.Env, obs: np.ndarray, info: dict[str, Any]) -> Any:
         """The model's action for ``obs`` (within ``env``'s mask if maskable)."""
         if self.obs_normalizer is not None:
-            obs = self.obs_normalizer.normalize_obs(obs)
+            obs = np.asarray(self.obs_normalizer.normalize_obs(obs))
         if self.maskable:
             mask = info.get("action_mask")
             if mask is None:
@@ -132,7 +132,8 @@ def load_agent(
     stats = vecnormalize_path(model_path)
     normalizer = None
     if stats is not None:
-        normalizer = VecNormalize.load(str(stats), _PlaceholderVecEnv(model))
+        # A spaces-only stand-in for the VecEnv that load() wants (it reads only the spaces).
+        normalizer = VecNormalize.load(str(stats), _PlaceholderVecEnv(model))  # type: ignore[arg-type]
         normalizer.training = False
     agent = Sb3Agent(
         model,
