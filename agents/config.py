@@ -164,7 +164,7 @@ def resolve_hyperparams(
 
 
 def _check_algo_kwargs(cls: type, algo: str, kwargs: Mapping[str, Any]) -> None:
-    signature = inspect.signature(cls.__init__).parameters
+    signature = inspect.signature(cls).parameters  # __init__'s, without self
     valid = [n for n in signature if n not in RESERVED_ARGS] + list(RUN_KEYS)
     for key, value in kwargs.items():
         if key not in signature or key in RESERVED_ARGS:

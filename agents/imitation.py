@@ -32,6 +32,7 @@ from stable_baselines3.common.base_class import BaseAlgorithm
 from stable_baselines3.common.vec_env import VecNormalize
 from torch.nn import functional as F  # noqa: N812
 
+from cluster_envs.envs.base import unwrap_cluster_env
 from cluster_envs.envs.rollout import HeuristicAgent
 from cluster_envs.errors import ConfigError, InfeasibleDecisionError
 
@@ -122,7 +123,7 @@ def collect_demonstrations(
     counted in ``num_dropped``.
     """
     env = gym.make(env_id, **env_kwargs)
-    base = env.unwrapped
+    base = unwrap_cluster_env(env)
     if not hasattr(base, "action_for"):
         raise ConfigError(f"{env_id} cannot replay heuristics (no action_for); no --pretrain")
     agent = HeuristicAgent(base.policy(teacher))
@@ -200,14 +201,14 @@ def pretrain(
     ``teacher_agreement``, the share of demonstrated action entries (one per step, or one
     per slot of a MultiDiscrete action) where the model's deterministic action is the
     teacher's."""
-    policy = model.policy
+    policy: Any = model.policy  # BasePolicy in SB3's types; DQN's has q_net, PPO's evaluate_actions
     obs = demos.observations
     env = model.get_env()
     value_coef = settings.value_coef
     if isinstance(env, VecNormalize):
         if env.norm_obs:
             env.obs_rms.update(obs)
-            obs = env.normalize_obs(obs)
+            obs = np.asarray(env.normalize_obs(obs))
         if env.norm_reward:  # the critic's targets would be on another scale
             value_coef = 0.0
     device = policy.device
@@ -231,7 +232,7 @@ def pretrain(
             if is_q:
                 imitation, value = _dqn_losses(policy, obs_t[idx], act_t[idx], ret_t[idx])
             else:
-                kwargs = {"action_masks": mask_t[idx].cpu().numpy()} if use_masks else {}
+                kwargs = {"action_masks": mask_t[idx].cpu().numpy()} if mask_t is not None else {}
                 values, log_prob, _ = policy.evaluate_actions(obs_t[idx], act_t[idx], **kwargs)
                 imitation = -log_prob.mean()
                 value = F.mse_loss(values.flatten(), ret_t[idx])
@@ -250,8 +251,8 @@ def pretrain(
 def _student_action(model: BaseAlgorithm, obs: np.ndarray, info: dict[str, Any]) -> Any:
     env = model.get_env()
     if isinstance(env, VecNormalize) and env.norm_obs:
-        obs = env.normalize_obs(obs)
-    kwargs = {}
+        obs = np.asarray(env.normalize_obs(obs))
+    kwargs: dict[str, Any] = {}
     if _takes_masks(model.predict) and "action_mask" in info:
         kwargs["action_masks"] = info["action_mask"]
     action, _ = model.predict(obs, deterministic=True, **kwargs)
@@ -275,7 +276,7 @@ def _dqn_losses(
 
 
 def _agreement(model: BaseAlgorithm, obs: np.ndarray, demos: Demonstrations, masks: bool) -> float:
-    kwargs = {"action_masks": demos.masks} if masks else {}
+    kwargs: dict[str, Any] = {"action_masks": demos.masks} if masks else {}
     predicted, _ = model.policy.predict(obs, deterministic=True, **kwargs)
     predicted = np.asarray(predicted).reshape(len(demos), -1)
     return float(np.mean(predicted == demos.actions.reshape(len(demos), -1)))

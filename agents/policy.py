@@ -25,6 +25,7 @@ from stable_baselines3.common.vec_env import VecNormalize
 
 from agents.algos import MASKABLE, check_model_path, load_model
 from agents.envs import vecnormalize_path
+from cluster_envs.envs.base import unwrap_cluster_env
 from cluster_envs.envs.registration import short_env_id
 from cluster_envs.errors import ConfigError
 from cluster_envs.names import unknown_name
@@ -79,11 +80,11 @@ class Sb3Agent:
     def act(self, env: gym.Env, obs: np.ndarray, info: dict[str, Any]) -> Any:
         """The model's action for ``obs`` (within ``env``'s mask if maskable)."""
         if self.obs_normalizer is not None:
-            obs = self.obs_normalizer.normalize_obs(obs)
+            obs = np.asarray(self.obs_normalizer.normalize_obs(obs))
         if self.maskable:
             mask = info.get("action_mask")
             if mask is None:
-                mask = env.unwrapped.action_masks()
+                mask = unwrap_cluster_env(env).action_masks()
             action, _ = self.model.predict(  # type: ignore[call-arg]
                 obs, deterministic=self.deterministic, action_masks=mask
             )
@@ -114,7 +115,7 @@ class RandomMaskedAgent:
         """A uniformly random feasible action (per dimension for MultiDiscrete masks)."""
         mask = info.get("action_mask")
         if mask is None:
-            mask = env.unwrapped.action_masks()
+            mask = unwrap_cluster_env(env).action_masks()
         space = env.action_space
         if isinstance(space, gym.spaces.MultiDiscrete):
             splits = np.split(np.asarray(mask, dtype=bool), np.cumsum(space.nvec)[:-1])
@@ -131,7 +132,8 @@ def load_agent(
     stats = vecnormalize_path(model_path)
     normalizer = None
     if stats is not None:
-        normalizer = VecNormalize.load(str(stats), _PlaceholderVecEnv(model))
+        # A spaces-only stand-in for the VecEnv that load() wants (it reads only the spaces).
+        normalizer = VecNormalize.load(str(stats), _PlaceholderVecEnv(model))  # type: ignore[arg-type]
         normalizer.training = False
     agent = Sb3Agent(
         model,

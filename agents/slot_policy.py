@@ -150,7 +150,8 @@ class SlotPolicy(ActorCriticPolicy):
         super().__init__(observation_space, action_space, lr_schedule, *args, **kwargs)
 
     def _build_mlp_extractor(self) -> None:
-        self.mlp_extractor = SlotExtractor(
+        # SB3 annotates mlp_extractor as MlpExtractor; this hook is its documented swap point.
+        self.mlp_extractor = SlotExtractor(  # type: ignore[assignment]
             self.num_slots, self.slot_features, self.global_features, self.hidden,
             self.activation_fn, self.mask_index,
         )  # fmt: skip
@@ -160,7 +161,7 @@ class SlotPolicy(ActorCriticPolicy):
         self.action_net = SlotHead(self.num_slots, self.hidden, self.choices)
         if self.ortho_init:
             self.action_net.apply(lambda m: self.init_weights(m, gain=0.01))
-        self.optimizer = self.optimizer_class(
+        self.optimizer = self.optimizer_class(  # type: ignore[call-arg]  # SB3 types it type[Optimizer]
             self.parameters(), lr=lr_schedule(1), **self.optimizer_kwargs
         )
 

@@ -159,11 +159,13 @@ def run_sweep(sweep: dict[str, Any], out: Path, force: bool = False) -> list[dic
     finally:
         if started:
             ray.shutdown()
-    trials = []
-    for res in grid:
+    trials: list[dict[str, Any]] = []
+    for i in range(len(grid)):
+        res = grid[i]
         if res.error is not None:
             trials.append({"config": res.config, "error": str(res.error)})
         else:
+            assert res.metrics is not None  # a trial that ended without error reported
             trials.append({"config": res.config, sweep["metric"]: res.metrics[sweep["metric"]]})
     reverse = sweep["mode"] == "max"
     ok = sorted(

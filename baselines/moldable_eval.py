@@ -53,12 +53,13 @@ def env_episodes(seeds: Iterable[int], **env_kwargs: Any) -> list[Episode]:
     import gymnasium as gym
 
     import cluster_envs  # noqa: F401  (registers the env ids)
+    from cluster_envs.envs.base import unwrap_cluster_env
 
     env = gym.make(MOLDABLE_ENV_ID, **env_kwargs)
     out = []
     for seed in seeds:
         env.reset(seed=int(seed))
-        base = env.unwrapped
+        base = unwrap_cluster_env(env)
         out.append(
             Episode(int(seed), base.workload, base.cluster, base.sim_config, base.episode_seed)
         )

@@ -42,7 +42,7 @@ from cluster_envs.errors import ConfigError
 from cluster_envs.perf.goodput import GoodputSpeed
 from cluster_envs.policies.projection import DEFAULT_NUM_SLOTS, AllocationState
 from cluster_envs.sim.view import ClusterView, JobStatus
-from cluster_envs.types import NO_DECISION, Allocate, Decision
+from cluster_envs.types import NO_DECISION, Action, Allocate, Decision
 
 #: Pollux's default fairness exponent of the power mean.
 DEFAULT_P = -1.0
@@ -203,7 +203,7 @@ class PolluxAllocator(AllocationPolicy):
                 out.append(self._batched(view, Allocate(j, state.placement[j]), fresh))
         return Decision(tuple(a for a in out if a is not None))
 
-    def _batched(self, view: ClusterView, action: object, fresh: bool) -> object:
+    def _batched(self, view: ClusterView, action: Action, fresh: bool) -> Action | None:
         if not isinstance(action, Allocate) or not action.placement:
             return action
         job = view.job(action.job_id)

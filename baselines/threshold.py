@@ -19,7 +19,7 @@ table); this module only reads it.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -113,7 +113,7 @@ class QueueThresholdScheduler(FifoSizingScheduler):
 
 
 #: Rule names in the tuning file -> class.
-THRESHOLD_RULES: dict[str, type[FifoSizingScheduler]] = {
+THRESHOLD_RULES: dict[str, Callable[..., FifoSizingScheduler]] = {
     "threshold-eta": EfficiencyThresholdScheduler,
     "threshold-queue": QueueThresholdScheduler,
 }
@@ -160,7 +160,7 @@ def best_threshold(
         )
     param = float(best["value"])
     value: float | int = int(param) if rule == "threshold-queue" else param
-    policy = THRESHOLD_RULES[rule](value, levels, window, placement)  # type: ignore[call-arg]
+    policy = THRESHOLD_RULES[rule](value, levels, window, placement)
     policy.name = "best-threshold" if preset == "default" else f"best-threshold-{preset}"
     return policy
 

@@ -123,8 +123,15 @@ class EpisodeDriver:
             self.on_advance()
             min_one_event = False
 
+    def _round_length_s(self) -> float:
+        """Rounds mode: the round length (s); an event-driven driver has none."""
+        if self.slice_s is None:
+            raise RuntimeError("rounds-mode call on an event-driven EpisodeDriver")
+        return self.slice_s
+
     def _advance_rounds(self) -> Outcome:
         sim = self.sim
+        slice_s = self._round_length_s()
         while True:
             if sim.done:
                 return TERMINATED
@@ -139,11 +146,11 @@ class EpisodeDriver:
             if self.is_decision_point():
                 return DECISION
             self._skip_to(sim.next_event_time())
-            self.round_s += self.slice_s
+            self.round_s += slice_s
 
     def _skip_to(self, next_event_s: float) -> None:
         """Idle until ``next_event_s``: jump to the round just before it."""
-        slice_s = self.slice_s
+        slice_s = self._round_length_s()
         self.round_s = max(self.round_s, math.ceil(next_event_s / slice_s) * slice_s - slice_s)
 
     def end_round(self, decided: bool) -> bool:
@@ -164,5 +171,5 @@ class EpisodeDriver:
             if not stalled and not sim.queue:
                 self._skip_to(nxt)
         self.num_stalled = self.num_stalled + 1 if stalled else 0
-        self.round_s += self.slice_s
+        self.round_s += self._round_length_s()
         return stalled

@@ -28,6 +28,7 @@ Hooks: ``_is_decision_point``, ``_get_obs``, ``_action_mask``, ``_take_action``,
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import gymnasium as gym
@@ -60,7 +61,7 @@ class ClusterEnvBase(gym.Env):
 
     def __init__(
         self,
-        cluster: ClusterConfig,
+        cluster: str | ClusterConfig | Mapping[str, Any],
         sim_config: SimConfig,
         source: WorkloadSource,
         render_mode: str | None = None,
@@ -74,15 +75,48 @@ class ClusterEnvBase(gym.Env):
         self.cluster = get_cluster(cluster)
         self.sim_config = sim_config
         self.source = source
-        self.sim: Simulator | None = None
-        self.workload: Workload | None = None
+        self._sim: Simulator | None = None
+        self._workload: Workload | None = None
         self.episode_seed = 0
-        self.driver: EpisodeDriver | None = None
+        self._driver: EpisodeDriver | None = None
         self.num_invalid_actions = 0
         self.num_forced_actions = 0
         self._outcome = DECISION
         self._last: tuple[np.ndarray, dict[str, Any]] | None = None
         self._occupancy: list[tuple[float, np.ndarray]] = []
+
+    # ------------------------------------------------------------------ episode state
+    @property
+    def sim(self) -> Simulator:
+        """The episode's simulator; :class:`ResetNeededError` before ``reset()``."""
+        if self._sim is None:
+            raise ResetNeededError(
+                f"{type(self).__name__}.sim read before reset(); call env.reset() first"
+            )
+        return self._sim
+
+    @property
+    def workload(self) -> Workload:
+        """The episode's workload; :class:`ResetNeededError` before ``reset()``."""
+        if self._workload is None:
+            raise ResetNeededError(
+                f"{type(self).__name__}.workload read before reset(); call env.reset() first"
+            )
+        return self._workload
+
+    @property
+    def driver(self) -> EpisodeDriver:
+        """The episode's driver; :class:`ResetNeededError` before ``reset()``."""
+        if self._driver is None:
+            raise ResetNeededError(
+                f"{type(self).__name__}.driver read before reset(); call env.reset() first"
+            )
+        return self._driver
+
+    @property
+    def has_episode(self) -> bool:
+        """Whether ``reset()`` has started an episode."""
+        return self._sim is not None
 
     #: Weight of each reward component (the keys of ``_reward_components()``, in order).
     reward_weights: dict[str, float] = {}
@@ -111,6 +145,7 @@ class ClusterEnvBase(gym.Env):
         self._require_reset("step")
         outcome = self._outcome
         if outcome.ended:  # stepping past the end: the end again, nothing happens
+            assert self._last is not None  # reset() set it
             obs, info = self._last
             info = {**info, "reward_components": dict.fromkeys(self.reward_weights, 0.0)}
             return obs.copy(), 0.0, outcome.terminated, outcome.truncated, info
@@ -169,7 +204,10 @@ class ClusterEnvBase(gym.Env):
         This default serves ``Discrete`` spaces: a masked or out-of-range action becomes
         ``wait_action`` if allowed, else the first allowed action (forced).
         """
-        a = discrete_action(action, self.action_space)
+        space = self.action_space
+        if not isinstance(space, gym.spaces.Discrete):
+            raise TypeError(f"{type(self).__name__} must override _decode_action for {space}")
+        a = discrete_action(action, space)
         mask = self.action_masks()
         if 0 <= a < len(mask) and mask[a]:
             return a, False, False
@@ -187,7 +225,7 @@ class ClusterEnvBase(gym.Env):
         return outcome
 
     def _require_reset(self, method: str) -> None:
-        if self.sim is None:
+        if self._sim is None:
             raise ResetNeededError(
                 f"{type(self).__name__}.{method}() called before reset(); call env.reset() first"
             )
@@ -213,9 +251,9 @@ class ClusterEnvBase(gym.Env):
         """Seed, draw the workload, build the simulator and its driver."""
         super().reset(seed=seed)
         self.episode_seed = int(self.np_random.integers(2**31 - 1))
-        self.workload = self._episode_workload(self.episode_seed)
-        self.sim = Simulator(self.workload.jobs, self.cluster, self.sim_config, self.episode_seed)
-        self.driver = EpisodeDriver(self.sim, self._is_decision_point, self._note_occupancy)
+        workload = self._workload = self._episode_workload(self.episode_seed)
+        sim = self._sim = Simulator(workload.jobs, self.cluster, self.sim_config, self.episode_seed)
+        self._driver = EpisodeDriver(sim, self._is_decision_point, self._note_occupancy)
         self._occupancy = []
 
     def _episode_workload(self, episode_seed: int) -> Workload:
@@ -254,7 +292,7 @@ class ClusterEnvBase(gym.Env):
         return compute_metrics(self.sim)
 
     # ------------------------------------------------------------------ render
-    def render(self) -> str | np.ndarray | None:
+    def render(self) -> str | np.ndarray | None:  # type: ignore[override]  # gym's RenderFrame is an unbound TypeVar
         """The current state as text (``"ansi"``) or an occupancy picture."""
         self._require_reset("render")
         if self.render_mode is None:
@@ -300,3 +338,11 @@ class ClusterEnvBase(gym.Env):
                 rows.extend([row] * RENDER_ROW_PX)
             rows.append(np.broadcast_to(NODE_SEPARATOR_RGB, (RENDER_WIDTH, 3)))
         return np.ascontiguousarray(np.stack(rows).astype(np.uint8))
+
+
+def unwrap_cluster_env(env: gym.Env) -> ClusterEnvBase:
+    """The cluster env under ``env``'s wrappers; TypeError if ``env`` is not one."""
+    base = env.unwrapped
+    if not isinstance(base, ClusterEnvBase):
+        raise TypeError(f"{type(base).__name__} is not a cluster_envs environment")
+    return base

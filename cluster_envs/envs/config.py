@@ -103,7 +103,7 @@ def _kind(value: Any, annotation: Any) -> str | None:
     if annotation is int:
         if isinstance(value, bool) or not isinstance(value, numbers.Real):
             return "an integer"
-        if not (math.isfinite(value) and value == int(value)):
+        if not (math.isfinite(value) and value == math.floor(value)):
             return "an integer"
     elif annotation is float:
         if isinstance(value, bool) or not isinstance(value, numbers.Real):

@@ -80,7 +80,7 @@ class FamilySource(WorkloadSource):
         kw = _source_kwargs(member, self.split)
         if self.user_num_jobs is not None:
             kw["num_jobs"] = self.user_num_jobs
-        keep = {"kind": self.kind, "max_gpus_cap": self.max_gpus_cap}
+        keep: dict[str, Any] = {"kind": self.kind, "max_gpus_cap": self.max_gpus_cap}
         if "batch_sizes" not in member.source:
             kw["batch_sizes"] = self.batch_sizes
         if "workload" in kw and not isinstance(kw["workload"], str):

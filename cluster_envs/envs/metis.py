@@ -28,7 +28,7 @@ from cluster_envs.envs.metis_slots import (
     slot_mask,
     sync_slots,
 )
-from cluster_envs.errors import ConfigError
+from cluster_envs.errors import ConfigError, ResetNeededError
 from cluster_envs.policies.context import PolicyContext
 from cluster_envs.policies.projection import AllocationState, plan_allocation
 from cluster_envs.sim.metrics import compute_metrics
@@ -142,9 +142,23 @@ class MetisAllocationEnv(ClusterEnvBase):
             "quality_auc": config.auc_weight,
         }
         self.slots: Slots = [None] * config.num_slots
-        self.tracker: QualityTracker | None = None
-        self.reward: QualityReward | None = None
+        self._tracker: QualityTracker | None = None
+        self._reward: QualityReward | None = None
         self.num_projected = 0
+
+    @property
+    def tracker(self) -> QualityTracker:
+        """The episode's quality tracker; :class:`ResetNeededError` before ``reset()``."""
+        if self._tracker is None:
+            raise ResetNeededError(f"{type(self).__name__}.tracker read before reset()")
+        return self._tracker
+
+    @property
+    def reward(self) -> QualityReward:
+        """The episode's quality reward; :class:`ResetNeededError` before ``reset()``."""
+        if self._reward is None:
+            raise ResetNeededError(f"{type(self).__name__}.reward read before reset()")
+        return self._reward
 
     def _make_action_space(self) -> spaces.Space:
         return spaces.MultiDiscrete([self.max_gpus + 1] * self.num_slots)
@@ -152,7 +166,7 @@ class MetisAllocationEnv(ClusterEnvBase):
     @property
     def round_s(self) -> float:
         """The start of the current round (simulated s)."""
-        return 0.0 if self.driver is None else self.driver.round_s
+        return self.driver.round_s if self.has_episode else 0.0
 
     # ------------------------------------------------------------------ workload
     def _episode_workload(self, episode_seed: int) -> Workload:
@@ -172,8 +186,8 @@ class MetisAllocationEnv(ClusterEnvBase):
 
     # ------------------------------------------------------------------ hooks
     def _on_reset(self) -> None:
-        self.tracker = track_quality(self.sim, self.quality_settings)
-        self.reward = QualityReward(self.tracker, self.config.gap_scale_s)
+        tracker = self._tracker = track_quality(self.sim, self.quality_settings)
+        self._reward = QualityReward(tracker, self.config.gap_scale_s)
         self.encoder.reset(self.episode_seed)
         self.slots = [None] * self.num_slots
         self.num_projected = 0
@@ -185,14 +199,18 @@ class MetisAllocationEnv(ClusterEnvBase):
     def _at_decision(self) -> None:
         self.slots = sync_slots(self.slots, self.sim)
 
-    def _decode_action(self, action: Any) -> tuple[np.ndarray, bool, bool]:
-        values = multi_discrete_action(action, self.action_space)
+    # The hooks take Any: the Discrete variant's actions are slot indices, not counts.
+    def _decode_action(self, action: Any) -> tuple[Any, bool, bool]:
+        space = self.action_space
+        if not isinstance(space, spaces.MultiDiscrete):
+            raise TypeError(f"{type(self).__name__} must override _decode_action for {space}")
+        values = multi_discrete_action(action, space)
         rows = self.action_masks().reshape(self.num_slots, self.max_gpus + 1)
         inside = (values >= 0) & (values <= self.max_gpus)
         invalid = not inside.all() or not rows[np.arange(self.num_slots), values].all()
         return values, bool(invalid), False
 
-    def _take_action(self, action: np.ndarray) -> Outcome:
+    def _take_action(self, action: Any) -> Outcome:
         requests = {j: int(action[k]) for k, j in enumerate(self.slots) if j is not None}
         self.num_projected += int(
             sum(action[k] != 0 for k, j in enumerate(self.slots) if j is None)
@@ -232,7 +250,7 @@ class MetisAllocationEnv(ClusterEnvBase):
         """``run_episode`` keyword arguments that replay this episode (the parity check)."""
         return {**super().runner_args(), "quality": self.quality_settings}
 
-    def action_for(self, decision: Decision) -> np.ndarray:
+    def action_for(self, decision: Decision) -> Any:
         """The action whose projection carries out ``decision`` exactly.
 
         Raises InfeasibleDecisionError if the decision touches a job outside the slots

@@ -145,6 +145,9 @@ class MoldableSchedulingEnv(ClusterEnvBase):
     * v0: initial version.
     """
 
+    action_space: spaces.Discrete
+    wait_action: int
+
     def __init__(self, render_mode: str | None = None, **kwargs: Any) -> None:
         config, source, sim_config = split_kwargs(MoldableConfig, kwargs, PRESETS)
         if JobKind(source.kind) is JobKind.RIGID:
@@ -210,7 +213,7 @@ class MoldableSchedulingEnv(ClusterEnvBase):
         sim = self.sim
         if self._mask_version == sim.state_version:
             return self._mask.copy()
-        mask = np.zeros(self.action_space.n, dtype=bool)
+        mask = np.zeros(int(self.action_space.n), dtype=bool)
         free = sim.inventory.num_free
         p = len(self.levels)
         for k, j in enumerate(self._window_ids()):

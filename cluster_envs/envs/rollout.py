@@ -41,7 +41,7 @@ class HeuristicAgent:
         self.policy.reset(self.seed if seed is None else seed)
 
     def act(self, env: gym.Env, obs: np.ndarray, info: dict[str, Any]) -> Any:
-        base = env.unwrapped
+        base: Any = env.unwrapped  # duck-typed: any env of the suite (action_for, sim)
         pending = getattr(base, "pending_action", None)
         if pending is not None:  # an env that executes a decision over several steps
             action = pending()
@@ -74,5 +74,6 @@ def rollout(env: gym.Env, agent: Any, seed: int, max_steps: int = 10_000_000) ->
         total += float(reward)
         steps += 1
         done = terminated or truncated
-    metrics = info.get("episode_metrics") or env.unwrapped.episode_metrics()
+    base: Any = env.unwrapped  # duck-typed: an env of the suite (episode_metrics)
+    metrics = info.get("episode_metrics") or base.episode_metrics()
     return RolloutResult(metrics, total, steps, int(info.get("num_invalid_actions", 0)))

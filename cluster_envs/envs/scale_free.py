@@ -152,8 +152,8 @@ class ScaleFreeMoldableEncoder(MoldableEncoder):
         obs[c] = min(len(sim.active) / inv.num_gpus, 1.0)
         if sim.active:
             ids = np.fromiter(sim.active, dtype=np.int64, count=len(sim.active))
-            rate, left = sim.rate[ids], sim.estimator.remaining_many(ids)
-            secs = np.divide(left, rate, out=np.full_like(left, np.inf), where=rate > 0)
+            rate, left_many = sim.rate[ids], sim.estimator.remaining_many(ids)
+            secs = np.divide(left_many, rate, out=np.full_like(left_many, np.inf), where=rate > 0)
             held = sim.num_gpus_held[ids]
             for i, h in enumerate(RELEASE_HORIZONS):
                 obs[c + 1 + i] = held[secs <= h * tau].sum() / inv.num_gpus
@@ -178,7 +178,7 @@ class ScaleFreePlacementEncoder(PlacementEncoder):
     def __init__(self, cluster: ClusterConfig) -> None:
         super().__init__(cluster)
         self.default = PlacementEncoder(cluster)  # the per-node fields are the default's
-        job = ("job.gpus_left", "job.requested_gpus", "job.est_runtime_packed")
+        job: tuple[str, ...] = ("job.gpus_left", "job.requested_gpus", "job.est_runtime_packed")
         job += tuple(f"job.model={m}" for m in MODEL_NAMES)
         glob = (*job, "time_scale", "queued_jobs_per_gpu", "free_gpu_fraction")
         self.layout = ObsLayout(("present", *NODE_FIELDS), cluster.num_nodes, glob, "node")

@@ -68,7 +68,7 @@ def split_incompatible(cells: Sequence[Any]) -> tuple[list[Any], list[dict[str, 
         key = (cell.env_id, cell.workload, cell.policy)
         if key not in verdict:
             env = gym.make(cell.env_id, **cell.env_kwargs)
-            agent = make_agent(cell.policy)
+            agent: Any = make_agent(cell.policy)  # pretrained: agents carry their SB3 model
             model = agent.model
             same = (
                 model.observation_space.shape == env.observation_space.shape
@@ -113,7 +113,7 @@ def _scores(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
         }
         heuristics = {p: m for p, m in means.items() if ":" not in p}
         pick = max if metric == "quality_auc" else min
-        best = pick(heuristics, key=heuristics.get)
+        best = pick(heuristics, key=heuristics.__getitem__)
         ratios = {
             p: {r["seed"]: ratio(r["metrics"][metric], heuristics[best], metric) for r in prs}
             for (p,), prs in by_policy.items()

@@ -15,6 +15,7 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
+from cluster_envs.envs.base import unwrap_cluster_env as _suite_env
 from cluster_envs.envs.rollout import rollout
 from cluster_envs.errors import ClusterEnvsError
 from cluster_envs.policies.base import SchedulingPolicy
@@ -75,7 +76,7 @@ def run_cell(cell: Cell, keep_details: bool = True) -> dict[str, Any]:
             details, outcome = _run_heuristic(env, actor, cell.seed)
         else:
             result = rollout(env, actor, cell.seed)
-            details = _details_from_sim(env.unwrapped.sim)
+            details = _details_from_sim(_suite_env(env).sim)
             outcome = {
                 "metrics": result.metrics,
                 "episode_return": result.episode_return,
@@ -94,12 +95,12 @@ def run_cell(cell: Cell, keep_details: bool = True) -> dict[str, Any]:
 
 def _actor(env: gym.Env, name: str) -> Any:
     """The cell's player: a trained agent, or the heuristic configured like ``env``."""
-    return make_agent(name) if is_agent_spec(name) else env.unwrapped.policy(name)
+    return make_agent(name) if is_agent_spec(name) else _suite_env(env).policy(name)
 
 
 def _run_heuristic(env: gym.Env, policy: SchedulingPolicy, seed: int) -> tuple[dict, dict]:
     env.reset(seed=seed)
-    base = env.unwrapped
+    base = _suite_env(env)
     result = run_episode(policy=policy, **base.runner_args())
     metrics = dict(result.metrics)
     submit, finish = result.jobs["submit_time_s"], result.jobs["finish_s"]

@@ -110,7 +110,8 @@ def fit_optimus_ps(
     # Relative error: divide each row by its target so slow and fast points weigh alike.
     target = 1.0 / s_arr
     coef, _ = nnls(design / target[:, None], np.ones_like(target))
-    return OptimusPSThroughput(*(float(c) for c in coef), batch_size=int(batch_size))
+    t0, t1, t2, t3, t4 = (float(c) for c in coef)
+    return OptimusPSThroughput(t0, t1, t2, t3, t4, batch_size=int(batch_size))
 
 
 __all__ = ["OptimusPSThroughput", "fit_optimus_ps"]

@@ -234,7 +234,11 @@ def fit_pollux(
     fit = least_squares(residuals, z0, bounds=(lower, upper))
     x = fit.x * scale
     x[6] = fit.x[6]
-    return PolluxThroughput(*(float(v) for v in x), int(batch_size), int(max_local_bsz))
+    alpha_c, beta_c, alpha_n, beta_n, alpha_r, beta_r, gamma = (float(v) for v in x)
+    return PolluxThroughput(
+        alpha_c, beta_c, alpha_n, beta_n, alpha_r, beta_r, gamma,
+        int(batch_size), int(max_local_bsz),
+    )  # fmt: skip
 
 
 __all__ = [

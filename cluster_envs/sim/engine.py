@@ -7,7 +7,8 @@ completion re-keyed, only when its rate changes)."""
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -49,7 +50,7 @@ class Simulator(SimulatorState):
     def __init__(
         self,
         jobs: Sequence[JobSpec],
-        cluster: str | ClusterConfig = "pollux-testbed",
+        cluster: str | ClusterConfig | Mapping[str, Any] = "pollux-testbed",
         config: SimConfig | dict | None = None,
         seed: int = 0,
     ) -> None:

@@ -192,6 +192,7 @@ class WorkEstimator:
         """Fit the first ``milestone`` observations of job ``j``."""
         self._observe(j)
         target = self.sim.jobs[j].target_loss
+        assert target is not None  # total_iterations refits only jobs with a target
         ks = np.asarray(self._k[j][:milestone])
         losses = np.asarray(self._loss[j][:milestone])
         if milestone > MAX_KEPT_OBSERVATIONS:

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import copy
 import math
-from typing import Any, Protocol, TypeVar
+from typing import Any, Protocol, TypeVar, overload
 
 from cluster_envs.errors import ClusterEnvsError
 from cluster_envs.sim.engine import Simulator
@@ -48,6 +48,10 @@ class PlayOutStalledError(ClusterEnvsError, RuntimeError):
     """A played-out fork left jobs queued on an idle cluster with nothing left to happen."""
 
 
+@overload
+def fork(sim: Simulator, policy: P) -> tuple[Simulator, P]: ...
+@overload
+def fork(sim: Simulator, policy: None = None) -> tuple[Simulator, None]: ...
 def fork(sim: Simulator, policy: P | None = None) -> tuple[Simulator, P | None]:
     """An independent copy of ``sim`` and ``policy`` (deep-copied together).
 

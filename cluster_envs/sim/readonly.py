@@ -87,6 +87,7 @@ class InventoryView:
         "num_gpus",
         "num_nodes",
     )
+    _inv: GpuInventory
     config: ClusterConfig
     total: np.ndarray
     free: np.ndarray
@@ -128,6 +129,7 @@ class ContentionView:
     """Read-only facade of the simulator's :class:`Contention` tracker."""
 
     __slots__ = ("_c",)
+    _c: Contention
 
     def __init__(self, contention: Contention) -> None:
         object.__setattr__(self, "_c", contention)

@@ -20,7 +20,9 @@ from cluster_envs.sim.readonly import ContentionView, InventoryView, ListView, f
 
 if TYPE_CHECKING:
     from cluster_envs.config import ClusterConfig, SimConfig
+    from cluster_envs.sim.contention import Contention
     from cluster_envs.sim.estimate import WorkEstimator
+    from cluster_envs.sim.inventory import GpuInventory
     from cluster_envs.sim.metrics import EpisodeRecord
     from cluster_envs.types import JobSpec, Placement
 
@@ -33,6 +35,13 @@ _JOB_ARRAYS = (
 
 class SimulatorState:
     """Read-only accessors of the simulator's state (see the module docstring)."""
+
+    # The private storage the engine creates (declared for the type checker).
+    _placement: list[Placement]
+    _queue: dict[int, None]
+    _active: dict[int, None]
+    _inventory: GpuInventory
+    _contention: Contention
 
     cluster: ClusterConfig = read_only("_cluster", "The cluster configuration.")
     config: SimConfig = read_only("_config", "The simulator settings.")

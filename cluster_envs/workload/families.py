@@ -107,7 +107,7 @@ def _trace_splits(train: int, validation: int, test: int, ext: str = "csv") -> d
     }
 
 
-_SYNTHETIC = {split: ("synthetic",) for split in SPLITS}
+_SYNTHETIC: dict[str, tuple[str, ...]] = {split: ("synthetic",) for split in SPLITS}
 _T4_16 = ClusterConfig("fam-16xT4", (NodeGroup(4, 4, "T4"),))
 _T4_64 = ClusterConfig("fam-64xT4", (NodeGroup(16, 4, "T4"),))
 _V100_128 = ClusterConfig("fam-128xV100", (NodeGroup(16, 8, "V100"),), inter_node_gbps=100.0)
