@@ -33,10 +33,10 @@ import yaml
 
 from cluster_envs.harness.backends import run_grid
 from cluster_envs.harness.grid import make_cells
-from cluster_envs.seeds import parse_seeds
 from cluster_envs.harness.report import summary_table
 from cluster_envs.harness.stats import paired_difference, summarize
 from cluster_envs.harness.suites import METIS_BASELINES
+from cluster_envs.seeds import parse_seeds
 
 ROOT = Path(__file__).resolve().parents[1]
 PRESETS = ("default", "pollux")

@@ -23,10 +23,10 @@ from pathlib import Path
 
 from cluster_envs.harness.backends import run_grid
 from cluster_envs.harness.grid import make_cells
-from cluster_envs.seeds import parse_seeds
 from cluster_envs.harness.report import summary_table
 from cluster_envs.harness.stats import summarize
 from cluster_envs.harness.suites import MOLDABLE_BASELINES
+from cluster_envs.seeds import parse_seeds
 
 ROOT = Path(__file__).resolve().parents[1]
 ENV = "cluster_envs/MoldableScheduling-v0"

@@ -123,9 +123,10 @@ def test_bad_pretrain_settings_and_teachers_are_named() -> None:
         PretrainSettings("slaq", dagger_rounds=-1)
     with pytest.raises(ConfigError, match="slaqq"):
         collect_demonstrations(MULTI, TOY, "slaqq", episodes=1, seed=0, gamma=0.9)
-    # The default moldable env only offers its first 8 queued jobs; Tetris picks beyond.
+    # The moldable env places consolidated; a spreading teacher cannot be replayed by it.
+    # (Window and levels reach teachers through the env's PolicyContext, so Tetris can.)
     with pytest.raises(ConfigError, match="cannot be replayed"):
-        collect_demonstrations("cluster_envs/MoldableScheduling-v0", {}, "tetris", 2, 0, 0.9)
+        collect_demonstrations("cluster_envs/MoldableScheduling-v0", {}, "fifo-spread", 2, 0, 0.9)
 
 
 def test_a_masked_discrete_env_is_cloned_with_its_masks() -> None:

@@ -32,7 +32,7 @@ def frozen(array: np.ndarray) -> np.ndarray:
         view = array.view()
         view.flags.writeable = False
         return view
-    return np.frombuffer(memoryview(array).toreadonly(), dtype=array.dtype)
+    return np.frombuffer(array.data.toreadonly(), dtype=array.dtype)
 
 
 class ListView(Sequence[T]):
