@@ -260,10 +260,6 @@ class ClusterEnvBase(gym.Env):
         """The episode's workload; subclasses may transform the jobs."""
         return self.source.sample(episode_seed, self.cluster)
 
-    def _system_job_s(self) -> float:
-        """Job-seconds spent in the system so far (queued + running); JCT integrand."""
-        return self.sim.record.system_job_s
-
     def _note_occupancy(self) -> None:
         if self.render_mode == "rgb_array":
             inv = self.sim.inventory

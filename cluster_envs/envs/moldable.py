@@ -14,6 +14,7 @@ from cluster_envs.driver import DECISION, Outcome
 from cluster_envs.envs.base import ClusterEnvBase
 from cluster_envs.envs.config import split_kwargs
 from cluster_envs.envs.episodes import SYNTHETIC_JOBS
+from cluster_envs.envs.jct_reward import JctReward
 from cluster_envs.envs.scale_free import moldable_encoder
 from cluster_envs.errors import ConfigError, InfeasibleDecisionError
 from cluster_envs.policies.context import PolicyContext
@@ -169,7 +170,7 @@ class MoldableSchedulingEnv(ClusterEnvBase):
         self.reward_weights = {"jct": 1.0}
         self._mask = np.zeros(k * p + 1, dtype=bool)
         self._mask_version = -1
-        self._job_s = 0.0
+        self._jct = JctReward(config.reward_scale_s)
 
     # ------------------------------------------------------------------ workload
     def _episode_workload(self, episode_seed: int) -> Workload:
@@ -203,10 +204,7 @@ class MoldableSchedulingEnv(ClusterEnvBase):
         return self._advance(min_one_event=True)
 
     def _reward_components(self) -> dict[str, float]:
-        job_s = self._system_job_s()
-        jct = -(job_s - self._job_s) / self.config.reward_scale_s
-        self._job_s = job_s
-        return {"jct": jct}
+        return self._jct(self.sim)
 
     def _action_mask(self) -> np.ndarray:
         """Which actions are feasible now (the wait action is last)."""

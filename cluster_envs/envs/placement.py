@@ -11,6 +11,7 @@ from gymnasium import spaces
 from cluster_envs.driver import DECISION, Outcome
 from cluster_envs.envs.base import ClusterEnvBase
 from cluster_envs.envs.config import split_kwargs
+from cluster_envs.envs.jct_reward import JctReward
 from cluster_envs.envs.scale_free import placement_encoder
 from cluster_envs.errors import ConfigError, InfeasibleDecisionError
 from cluster_envs.types import Allocate, Decision, make_placement
@@ -122,7 +123,7 @@ class JobPlacementEnv(ClusterEnvBase):
         self._tentative = np.zeros(n, dtype=np.int64)
         self._plan: list[int] = []
         self.reward_weights = {"jct": 1.0}
-        self._job_s = 0.0
+        self._jct = JctReward(config.reward_scale_s)
 
     # ------------------------------------------------------------------ hooks
     def _on_reset(self) -> None:
@@ -142,10 +143,7 @@ class JobPlacementEnv(ClusterEnvBase):
         return self._advance(min_one_event=False)
 
     def _reward_components(self) -> dict[str, float]:
-        job_s = self._system_job_s()
-        jct = -(job_s - self._job_s) / self.config.reward_scale_s
-        self._job_s = job_s
-        return {"jct": jct}
+        return self._jct(self.sim)
 
     def _action_mask(self) -> np.ndarray:
         """Nodes that still have a free GPU for the current job."""

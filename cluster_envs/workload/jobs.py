@@ -229,8 +229,20 @@ class JobFactory:
             total = zoo.iterations_to_complete(model, batch)
         else:
             total = record.duration_s * self._rate(model, batch, record.num_gpus)
+        return self._spec(record, job_id, model, batch, total, self._speed(model, batch))
+
+    def _spec(
+        self,
+        record: TraceRecord,
+        job_id: int,
+        model: str,
+        batch: int,
+        total: float,
+        speed: SpeedModel,
+    ) -> JobSpec:
+        """The JobSpec of ``record`` with its model, batch size, length and speed model."""
         curve, target = self._curve(model, total)
-        low, high = opts.gpu_range(record.num_gpus)
+        low, high = self.options.gpu_range(record.num_gpus)
         return JobSpec(
             job_id=job_id,
             name=record.name or f"{model}-{job_id}",
@@ -239,10 +251,10 @@ class JobFactory:
             num_gpus=record.num_gpus,
             min_gpus=low,
             max_gpus=high,
-            kind=opts.kind,  # type: ignore[arg-type]
+            kind=self.options.kind,  # type: ignore[arg-type]
             batch_size=batch,
             total_iterations=total,
-            speed=self._speed(model, batch),
+            speed=speed,
             loss_curve=curve,
             target_loss=target,
             user=record.user,
@@ -280,26 +292,8 @@ class JobFactory:
     def _make_adaptive(self, record: TraceRecord, job_id: int, model: str) -> JobSpec:
         """An adaptive-batch job (``JobOptions.adaptive_batch``), measured in progress."""
         good = get_goodput_model(model)
-        total = good.total_progress
-        curve, target = self._curve(model, total)
-        low, high = self.options.gpu_range(record.num_gpus)
-        return JobSpec(
-            job_id=job_id,
-            name=record.name or f"{model}-{job_id}",
-            submit_time_s=record.submit_time_s,
-            model=model,
-            num_gpus=record.num_gpus,
-            min_gpus=low,
-            max_gpus=high,
-            kind=self.options.kind,  # type: ignore[arg-type]
-            batch_size=good.init_batch_size,
-            total_iterations=total,
-            speed=GoodputSpeed(good, good.init_batch_size),
-            loss_curve=curve,
-            target_loss=target,
-            user=record.user,
-            recorded_duration_s=record.duration_s,
-        )
+        speed = GoodputSpeed(good, good.init_batch_size)
+        return self._spec(record, job_id, model, good.init_batch_size, good.total_progress, speed)
 
     def _batch(self, model: str, num_gpus: int) -> int:
         """The batch size of a record that gives none (``options.batch_sizes`` rule)."""
