@@ -89,7 +89,11 @@ class AllocationPolicy:
         if self._time_s != view.time_s:
             self._requests = self.requests(view, state)
             self._time_s = view.time_s
-        return plan_allocation(state, state.project(self._requests))
+        return self._plan(state, state.project(self._requests))
+
+    def _plan(self, state: AllocationState, counts: Requests) -> Decision:
+        """Hook: the decision that carries out ``counts`` (default: the env's placement)."""
+        return plan_allocation(state, counts)
 
     def requests(self, view: ClusterView, state: AllocationState) -> Requests:
         """GPUs requested for each eligible job (``state.ids``) at this instant."""

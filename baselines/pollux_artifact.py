@@ -29,7 +29,7 @@ from cluster_envs.perf import zoo
 from cluster_envs.perf.speed import packed_shape
 from cluster_envs.policies.projection import DEFAULT_NUM_SLOTS, AllocationState
 from cluster_envs.sim.view import ClusterView, JobStatus
-from cluster_envs.types import NO_DECISION, Decision
+from cluster_envs.types import Decision
 
 #: The artifact's Tiresias queue threshold: 16 GPU-hours (GPU-seconds).
 ARTIFACT_TIRESIAS_THRESHOLD_GPU_S = 16 * 3600.0
@@ -70,15 +70,9 @@ class OptimusOracleAllocator(AllocationPolicy):
             ARTIFACT_MAX_GPUS if max_gpus_by_model is None else max_gpus_by_model
         )
 
-    def decide(self, view: ClusterView) -> Decision:
-        """Counts as :meth:`requests`; jobs whose count changes are re-placed, packed."""
-        if not view.queued_ids and not view.running_ids:
-            return NO_DECISION
-        state = AllocationState.from_view(view, self.num_slots)
-        if self._time_s != view.time_s:
-            self._requests = self.requests(view, state)
-            self._time_s = view.time_s
-        return repack_decision(state, state.project(self._requests))
+    def _plan(self, state: AllocationState, counts: Requests) -> Decision:
+        """Jobs whose count changes are re-placed, packed (as the artifact does)."""
+        return repack_decision(state, counts)
 
     def _cap(self, job: JobStatus, max_gpus: int) -> int:
         cap = max_gpus
