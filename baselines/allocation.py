@@ -34,7 +34,7 @@ from cluster_envs.perf.speed import packed_shape
 from cluster_envs.policies.context import PolicyContext
 from cluster_envs.policies.projection import DEFAULT_NUM_SLOTS, AllocationState, plan_allocation
 from cluster_envs.sim.quality import curve_integral
-from cluster_envs.sim.view import ClusterView, JobStatus
+from cluster_envs.sim.view import ClusterView, JobStatus, JobTable
 from cluster_envs.types import NO_DECISION, Decision
 
 #: Defaults matching MetisAllocation-v0's default preset and SimConfig.
@@ -47,6 +47,13 @@ FRACTION_TIE_WEIGHT = 1e-3
 MIN_GAIN = 1e-12
 
 Requests = dict[int, int]
+
+
+def job_table(view: ClusterView, state: AllocationState) -> JobTable:
+    """The eligible jobs' :class:`JobTable` (the one ``state`` was built from, if any)."""
+    if state.table is not None and state.table.job_ids.tolist() == list(state.ids):
+        return state.table
+    return view.job_table(state.ids)
 
 
 def check_slots(num_slots: int) -> int:

@@ -10,13 +10,15 @@ windows over the copied storage.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from cluster_envs.sim.readonly import ContentionView, InventoryView, ListView, frozen, read_only
+from cluster_envs.sim.view import JobTable
+from cluster_envs.types import JobState
 
 if TYPE_CHECKING:
     from cluster_envs.config import ClusterConfig, SimConfig
@@ -32,6 +34,13 @@ _JOB_ARRAYS = (
     "attained_gpu_s", "num_restarts", "num_gpus_held", "held_since_s", "batch_size",
 )  # fmt: skip
 
+#: Static job fields shown by :meth:`SimulatorState.job_table`, with their dtypes.
+_SPEC_ARRAYS = {
+    "submit_time_s": np.float64, "num_gpus": np.int64, "min_gpus": np.int64,
+    "max_gpus": np.int64, "batch_size": np.int64,
+}  # fmt: skip
+_PENDING, _FINISHED = int(JobState.PENDING), int(JobState.FINISHED)
+
 
 class SimulatorState:
     """Read-only accessors of the simulator's state (see the module docstring)."""
@@ -42,6 +51,17 @@ class SimulatorState:
     _active: dict[int, None]
     _inventory: GpuInventory
     _contention: Contention
+    _jobs: tuple[JobSpec, ...]
+    _now_s: float
+    _state: np.ndarray
+    _progress: np.ndarray
+    _rate: np.ndarray
+    _last_update_s: np.ndarray
+    _attained_gpu_s: np.ndarray
+    _num_gpus_held: np.ndarray
+    _first_start_s: np.ndarray
+    _num_restarts: np.ndarray
+    _spec_table: dict[str, Any]
 
     cluster: ClusterConfig = read_only("_cluster", "The cluster configuration.")
     config: SimConfig = read_only("_config", "The simulator settings.")
@@ -70,6 +90,67 @@ class SimulatorState:
     num_arrived: int = read_only("_num_arrived", "Jobs submitted so far.")
     num_events: int = read_only("_num_events", "Events processed so far.")
     state_version: int = read_only("_state_version", "Changes whenever observable state does.")
+
+    def job_table(self, job_ids: Sequence[int]) -> JobTable:
+        """What :meth:`job_status` shows of each of ``job_ids``, as read-only arrays.
+
+        Syncs the jobs' progress to now exactly as ``job_status`` does, element by
+        element (so the state, and every later number, is the same either way).
+        """
+        idx = np.array(job_ids, dtype=np.int64)
+        n = len(self._jobs)
+        if idx.size and (int(idx.min()) < 0 or int(idx.max()) >= n):
+            bad = next(j for j in idx.tolist() if not 0 <= j < n)
+            raise KeyError(f"job {bad} is not in the workload ({n} jobs)")
+        states = self._state[idx]
+        unseen = (states == _PENDING) | (states == _FINISHED)
+        if unseen.any():
+            j = int(idx[np.argmax(unseen)])
+            state = JobState(int(self._state[j])).name.lower()
+            raise KeyError(f"job {j} is {state}, not queued or running")
+        dt = self._now_s - self._last_update_s[idx]
+        moved = dt > 0
+        if moved.any():
+            jobs, step = idx[moved], dt[moved]
+            self._progress[jobs] += self._rate[jobs] * step
+            self._attained_gpu_s[jobs] += self._num_gpus_held[jobs] * step
+        self._last_update_s[idx] = self._now_s
+        spec = self._spec_columns()
+        ids = idx.tolist()
+        columns = {name: spec[name][idx] for name in _SPEC_ARRAYS}
+        columns.update(
+            state=states,
+            iterations_done=self._progress[idx],
+            attained_gpu_s=self._attained_gpu_s[idx],
+            first_start_s=self._first_start_s[idx],
+            num_restarts=self._num_restarts[idx],
+            rate_iter_per_s=self._rate[idx],
+        )
+        for column in columns.values():
+            column.flags.writeable = False
+        idx.flags.writeable = False
+        models, speeds, placements = spec["model"], spec["speed"], self._placement
+        return JobTable(
+            job_ids=idx,
+            placement=tuple([placements[j] for j in ids]),
+            model=tuple([models[j] for j in ids]),
+            speed=tuple([speeds[j] for j in ids]),
+            **columns,
+        )
+
+    def _spec_columns(self) -> dict[str, Any]:
+        """The workload's static job fields as columns (built once, copied with the sim)."""
+        spec = self.__dict__.get("_spec_table")
+        if spec is None:
+            jobs, n = self._jobs, len(self._jobs)
+            spec = {
+                name: np.fromiter((getattr(job, name) for job in jobs), dtype, n)
+                for name, dtype in _SPEC_ARRAYS.items()
+            }
+            spec["model"] = [job.model for job in jobs]
+            spec["speed"] = [job.speed for job in jobs]
+            self._spec_table = spec
+        return spec
 
     def _make_views(self) -> None:
         """The read-only windows (storage is only ever changed in place, so they follow)."""

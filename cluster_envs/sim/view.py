@@ -12,7 +12,7 @@ of showing newer state), and everything it has already built is immutable.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from typing import TYPE_CHECKING
@@ -81,6 +81,35 @@ class JobStatus:
     speed: SpeedModel
 
 
+@dataclass(frozen=True, slots=True)
+class JobTable:
+    """What :meth:`ClusterView.job` shows, for many jobs at once, as read-only arrays.
+
+    Entry ``i`` of every field describes job ``job_ids[i]``; the values equal those of
+    ``view.job(job_ids[i])`` (``first_start_s`` is NaN where the snapshot has ``None``,
+    ``state`` holds :class:`JobState` codes). Arrays are non-writeable copies.
+    """
+
+    job_ids: np.ndarray
+    state: np.ndarray
+    submit_time_s: np.ndarray
+    num_gpus: np.ndarray
+    min_gpus: np.ndarray
+    max_gpus: np.ndarray
+    batch_size: np.ndarray
+    iterations_done: np.ndarray
+    attained_gpu_s: np.ndarray
+    first_start_s: np.ndarray
+    num_restarts: np.ndarray
+    rate_iter_per_s: np.ndarray
+    placement: tuple[Placement, ...]
+    model: tuple[str, ...]
+    speed: tuple[SpeedModel, ...]
+
+    def __len__(self) -> int:
+        return len(self.job_ids)
+
+
 class ClusterView:
     """Immutable snapshot of the cluster at ``time_s`` (see the module docstring).
 
@@ -109,6 +138,7 @@ class ClusterView:
         "num_pending",
         "num_finished",
         "_make_status",
+        "_make_table",
         "_estimator",
         "_version",
         "_current_version",
@@ -129,6 +159,7 @@ class ClusterView:
         num_pending: int,
         num_finished: int,
         make_status: Callable[[int], JobStatus],
+        make_table: Callable[[Sequence[int]], JobTable],
         estimator: WorkEstimator,
         version: int,
         current_version: Callable[[], int],
@@ -145,6 +176,7 @@ class ClusterView:
         self.num_pending = num_pending
         self.num_finished = num_finished
         self._make_status = make_status
+        self._make_table = make_table
         self._estimator = estimator
         self._version = version
         self._current_version = current_version
@@ -170,6 +202,15 @@ class ClusterView:
         """The status of one queued or running job at the snapshot time."""
         self._check_fresh()
         return self._make_status(job_id)
+
+    def job_table(self, job_ids: Sequence[int]) -> JobTable:
+        """What :meth:`job` shows of each of ``job_ids`` (queued or running), as arrays.
+
+        One call instead of a :class:`JobStatus` per job: what heuristics that rank many
+        jobs per decision read (see :class:`JobTable`).
+        """
+        self._check_fresh()
+        return self._make_table(job_ids)
 
     def estimate(self, job_id: int) -> JobEstimate:
         """The scheduler's estimate of the job's length (prior or fitted loss curve)."""
@@ -207,6 +248,7 @@ def build_view(sim: Simulator) -> ClusterView:
         num_pending=len(sim.jobs) - sim.num_arrived,
         num_finished=sim.num_finished,
         make_status=sim.job_status,
+        make_table=sim.job_table,
         estimator=sim.estimator,
         version=sim.state_version,
         current_version=lambda: sim.state_version,
@@ -238,3 +280,4 @@ def make_job_status(sim: Simulator, j: int, state: JobState) -> JobStatus:
         rate_iter_per_s=float(sim.rate[j]),
         speed=spec.speed,
     )
+
