@@ -76,6 +76,7 @@ class AllocationPolicy:
         self.num_slots = check_slots(num_slots)
         self._time_s: float | None = None
         self._requests: Requests = {}
+        self._projected: tuple[tuple[tuple[int, ...], int], Requests] | None = None
         self._rates: dict[tuple[int, int], float] = {}
 
     def configure(self, context: PolicyContext) -> None:
@@ -87,6 +88,7 @@ class AllocationPolicy:
         """Forget the last decision and cached speeds."""
         self._time_s = None
         self._requests = {}
+        self._projected = None
         self._rates = {}
 
     def decide(self, view: ClusterView) -> Decision:
@@ -96,7 +98,13 @@ class AllocationPolicy:
         if self._time_s != view.time_s:
             self._requests = self.requests(view, state)
             self._time_s = view.time_s
-        return self._plan(state, state.project(self._requests))
+            self._projected = None
+        # The projection depends on the requests, the eligible ids (their bounds) and the
+        # capacity only: asked again at this instant, reuse it unless those changed.
+        key = (state.ids, state.capacity)
+        if self._projected is None or self._projected[0] != key:
+            self._projected = (key, state.project(self._requests))
+        return self._plan(state, dict(self._projected[1]))
 
     def _plan(self, state: AllocationState, counts: Requests) -> Decision:
         """Hook: the decision that carries out ``counts`` (default: the env's placement)."""

@@ -52,6 +52,7 @@ class TiresiasScheduler(AllocationPolicy):
                 f"thresholds_gpu_s must be distinct, ascending and > 0, got {thresholds_gpu_s}"
             )
         self.thresholds = thresholds
+        self._bounds = np.array(thresholds)
 
     def queue_of(self, attained_gpu_s: float) -> int:
         """Queue index (0 = highest priority) of a job with this attained service."""
@@ -59,16 +60,17 @@ class TiresiasScheduler(AllocationPolicy):
 
     def requests(self, view: ClusterView, state: AllocationState) -> Requests:
         table = job_table(view, state)
-        queues = np.searchsorted(self.thresholds, table.attained_gpu_s, side="right")
+        queues = np.searchsorted(self._bounds, table.attained_gpu_s, side="right")
         order = np.argsort(queues, kind="stable").tolist()  # ids ascend: (queue, id) order
-        ids, num_gpus = state.ids, table.num_gpus.tolist()
+        bounds = zip(table.num_gpus.tolist(), table.min_gpus.tolist(), table.max_gpus.tolist())
+        wants = [min(max(n, low), high) for n, low, high in bounds]
+        ids = state.ids
         counts = dict.fromkeys(ids, 0)
         left = state.capacity
         for i in order:
-            j = ids[i]
-            want = min(max(num_gpus[i], state.min_gpus[j]), state.max_gpus[j])
+            want = wants[i]
             if want <= left:
-                counts[j] = want
+                counts[ids[i]] = want
                 left -= want
         return counts
 

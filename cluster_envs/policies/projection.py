@@ -33,7 +33,6 @@ nodes (most free GPUs first) of the fastest type that has room, else of any type
 
 from __future__ import annotations
 
-import heapq
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -54,7 +53,7 @@ DEFAULT_NUM_SLOTS = 32
 
 def eligible_ids(job_ids: Iterable[int], num_slots: int) -> tuple[int, ...]:
     """The ``num_slots`` lowest ids of ``job_ids`` (queued + running), ascending."""
-    return tuple(heapq.nsmallest(num_slots, job_ids))
+    return tuple(sorted(job_ids)[:num_slots])
 
 
 def project_counts(
@@ -71,10 +70,8 @@ def project_counts(
     Returns:
         Counts with ``sum <= capacity`` and each 0 or within ``[min, max]``.
     """
-    counts = []
-    for r, lo, hi in zip(requests, min_gpus, max_gpus, strict=True):
-        r = int(r)
-        counts.append(0 if r <= 0 else min(max(r, int(lo)), int(hi)))
+    bounds = zip(map(int, requests), map(int, min_gpus), map(int, max_gpus), strict=True)
+    counts = [0 if r <= 0 else min(max(r, lo), hi) for r, lo, hi in bounds]
     capacity = max(int(capacity), 0)
     if sum(counts) <= capacity:
         return counts
@@ -123,7 +120,15 @@ class AllocationState:
     @cached_property
     def counts(self) -> dict[int, int]:
         """GPUs each eligible job holds now."""
+        if self.table is not None:  # the simulator's GPUs-held column: placement sizes
+            return dict(zip(self.ids, self.table.num_gpus_held.tolist(), strict=True))
         return {j: sum(g for _, g in self.placement[j]) for j in self.ids}
+
+    @cached_property
+    def _bounds(self) -> tuple[list[int], list[int]]:
+        if self.table is not None:
+            return self.table.min_gpus.tolist(), self.table.max_gpus.tolist()
+        return [self.min_gpus[j] for j in self.ids], [self.max_gpus[j] for j in self.ids]
 
     @cached_property
     def capacity(self) -> int:
@@ -167,12 +172,8 @@ class AllocationState:
 
     def project(self, requests: Mapping[int, int]) -> dict[int, int]:
         """:func:`project_counts` of ``requests`` (missing eligible jobs request 0)."""
-        counts = project_counts(
-            [requests.get(j, 0) for j in self.ids],
-            [self.min_gpus[j] for j in self.ids],
-            [self.max_gpus[j] for j in self.ids],
-            self.capacity,
-        )
+        low, high = self._bounds
+        counts = project_counts([requests.get(j, 0) for j in self.ids], low, high, self.capacity)
         return dict(zip(self.ids, counts, strict=True))
 
 
@@ -202,6 +203,8 @@ def plan_allocation(state: AllocationState, counts: Mapping[int, int]) -> Decisi
     ``counts`` must be feasible (as :meth:`AllocationState.project` returns); jobs whose
     count does not change get no action.
     """
+    if all(int(counts.get(j, 0)) == n for j, n in state.counts.items()):
+        return Decision(())
     free = state.free.astype(np.int64)
     actions: list[Allocate] = []
     growing: list[tuple[int, int, int]] = []

@@ -34,13 +34,11 @@ _JOB_ARRAYS = (
     "attained_gpu_s", "num_restarts", "num_gpus_held", "held_since_s", "batch_size",
 )  # fmt: skip
 
-#: Static job fields shown by :meth:`SimulatorState.job_table`, with their dtypes.
-_SPEC_ARRAYS = {
-    "submit_time_s": np.float64, "num_gpus": np.int64, "min_gpus": np.int64,
-    "max_gpus": np.int64, "batch_size": np.int64,
-}  # fmt: skip
-_PENDING, _FINISHED = int(JobState.PENDING), int(JobState.FINISHED)
-
+#: Static integer job fields of :meth:`SimulatorState.job_table`, in its column order.
+_SPEC_INTS = ("num_gpus", "min_gpus", "max_gpus", "batch_size")
+#: Which JobState codes a scheduler may look at (queued, rescaling, running).
+_VISIBLE = np.array([state in (JobState.QUEUED, JobState.RESCALING, JobState.RUNNING)
+                     for state in sorted(JobState)])  # fmt: skip
 
 class SimulatorState:
     """Read-only accessors of the simulator's state (see the module docstring)."""
@@ -97,15 +95,15 @@ class SimulatorState:
         Syncs the jobs' progress to now exactly as ``job_status`` does, element by
         element (so the state, and every later number, is the same either way).
         """
-        idx = np.array(job_ids, dtype=np.int64)
+        ids = [int(j) for j in job_ids]
         n = len(self._jobs)
-        if idx.size and (int(idx.min()) < 0 or int(idx.max()) >= n):
-            bad = next(j for j in idx.tolist() if not 0 <= j < n)
+        if ids and (min(ids) < 0 or max(ids) >= n):
+            bad = next(j for j in ids if not 0 <= j < n)
             raise KeyError(f"job {bad} is not in the workload ({n} jobs)")
+        idx = np.array(ids, dtype=np.int64)
         states = self._state[idx]
-        unseen = (states == _PENDING) | (states == _FINISHED)
-        if unseen.any():
-            j = int(idx[np.argmax(unseen)])
+        if not _VISIBLE[states].all():
+            j = int(idx[np.argmin(_VISIBLE[states])])
             state = JobState(int(self._state[j])).name.lower()
             raise KeyError(f"job {j} is {state}, not queued or running")
         dt = self._now_s - self._last_update_s[idx]
@@ -116,26 +114,21 @@ class SimulatorState:
             self._attained_gpu_s[jobs] += self._num_gpus_held[jobs] * step
         self._last_update_s[idx] = self._now_s
         spec = self._spec_columns()
-        ids = idx.tolist()
-        columns = {name: spec[name][idx] for name in _SPEC_ARRAYS}
-        columns.update(
-            state=states,
-            iterations_done=self._progress[idx],
-            attained_gpu_s=self._attained_gpu_s[idx],
-            first_start_s=self._first_start_s[idx],
-            num_restarts=self._num_restarts[idx],
-            rate_iter_per_s=self._rate[idx],
-        )
-        for column in columns.values():
+        ints = spec["ints"][:, idx]  # one gather for the static integer fields
+        columns = (
+            idx, states, spec["submit_time_s"][idx], ints[0], ints[1], ints[2], ints[3],
+            self._progress[idx], self._attained_gpu_s[idx], self._first_start_s[idx],
+            self._num_restarts[idx], self._rate[idx], self._num_gpus_held[idx],
+        )  # fmt: skip
+        for column in columns:
             column.flags.writeable = False
-        idx.flags.writeable = False
+        ints.flags.writeable = False
         models, speeds, placements = spec["model"], spec["speed"], self._placement
         return JobTable(
-            job_ids=idx,
-            placement=tuple([placements[j] for j in ids]),
-            model=tuple([models[j] for j in ids]),
-            speed=tuple([speeds[j] for j in ids]),
-            **columns,
+            *columns,
+            tuple([placements[j] for j in ids]),
+            tuple([models[j] for j in ids]),
+            tuple([speeds[j] for j in ids]),
         )
 
     def _spec_columns(self) -> dict[str, Any]:
@@ -144,11 +137,14 @@ class SimulatorState:
         if spec is None:
             jobs, n = self._jobs, len(self._jobs)
             spec = {
-                name: np.fromiter((getattr(job, name) for job in jobs), dtype, n)
-                for name, dtype in _SPEC_ARRAYS.items()
+                "submit_time_s": np.fromiter((job.submit_time_s for job in jobs), float, n),
+                "ints": np.array(
+                    [[getattr(job, name) for job in jobs] for name in _SPEC_INTS],
+                    dtype=np.int64,
+                ).reshape(len(_SPEC_INTS), n),
+                "model": [job.model for job in jobs],
+                "speed": [job.speed for job in jobs],
             }
-            spec["model"] = [job.model for job in jobs]
-            spec["speed"] = [job.speed for job in jobs]
             self._spec_table = spec
         return spec
 

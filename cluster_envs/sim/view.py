@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import cached_property
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
 
@@ -81,13 +81,13 @@ class JobStatus:
     speed: SpeedModel
 
 
-@dataclass(frozen=True, slots=True)
-class JobTable:
+class JobTable(NamedTuple):
     """What :meth:`ClusterView.job` shows, for many jobs at once, as read-only arrays.
 
     Entry ``i`` of every field describes job ``job_ids[i]``; the values equal those of
     ``view.job(job_ids[i])`` (``first_start_s`` is NaN where the snapshot has ``None``,
-    ``state`` holds :class:`JobState` codes). Arrays are non-writeable copies.
+    ``state`` holds :class:`JobState` codes, ``num_gpus_held`` the size of
+    ``placement``). Arrays are non-writeable copies, taken when the table is built.
     """
 
     job_ids: np.ndarray
@@ -102,12 +102,10 @@ class JobTable:
     first_start_s: np.ndarray
     num_restarts: np.ndarray
     rate_iter_per_s: np.ndarray
+    num_gpus_held: np.ndarray
     placement: tuple[Placement, ...]
     model: tuple[str, ...]
     speed: tuple[SpeedModel, ...]
-
-    def __len__(self) -> int:
-        return len(self.job_ids)
 
 
 class ClusterView:
