@@ -30,7 +30,7 @@ from collections.abc import Callable
 import numpy as np
 
 from cluster_envs.errors import ConfigError
-from cluster_envs.perf.speed import packed_shape
+from cluster_envs.perf.speed import SpeedModel, packed_shape
 from cluster_envs.policies.context import PolicyContext
 from cluster_envs.policies.projection import DEFAULT_NUM_SLOTS, AllocationState, plan_allocation
 from cluster_envs.sim.quality import curve_integral
@@ -116,12 +116,18 @@ class AllocationPolicy:
 
     def rate(self, view: ClusterView, job: JobStatus, num_gpus: int) -> float:
         """Modelled iterations/s of ``job`` on ``num_gpus`` packed, fastest GPUs."""
-        key = (job.job_id, num_gpus)
+        return self.speed_rate(view, job.job_id, job.speed, num_gpus)
+
+    def speed_rate(
+        self, view: ClusterView, job_id: int, speed: SpeedModel, num_gpus: int
+    ) -> float:
+        """:meth:`rate` of job ``job_id`` from its speed model (a :class:`JobTable` entry)."""
+        key = (job_id, num_gpus)
         rate = self._rates.get(key)
         if rate is None:
             shape = packed_shape(num_gpus, view.cluster.max_gpus_per_node)
-            speed = float(np.max(view.node_speed))
-            rate = job.speed.throughput(shape, speed, view.network_speed)
+            fastest = float(np.max(view.node_speed))
+            rate = speed.throughput(shape, fastest, view.network_speed)
             self._rates[key] = rate
         return rate
 
@@ -197,10 +203,11 @@ class RigidFifoAllocator(AllocationPolicy):
     def requests(self, view: ClusterView, state: AllocationState) -> Requests:
         counts = {j: state.count(j) for j in state.ids}
         left = state.capacity - sum(counts.values())
+        asked = dict(zip(state.ids, job_table(view, state).num_gpus.tolist(), strict=True))
         for j in state.ids:
             if counts[j]:
                 continue
-            want = min(max(view.job(j).num_gpus, state.min_gpus[j]), state.max_gpus[j])
+            want = min(max(asked[j], state.min_gpus[j]), state.max_gpus[j])
             if want > left:
                 break
             counts[j] = want
@@ -218,11 +225,12 @@ class OptimusAllocator(AllocationPolicy):
     name = "optimus"
 
     def requests(self, view: ClusterView, state: AllocationState) -> Requests:
-        jobs = {j: view.job(j) for j in state.ids}
-        remaining = {j: view.estimate(j).remaining_iterations for j in state.ids}
+        ids = state.ids
+        speeds = dict(zip(ids, job_table(view, state).speed, strict=True))
+        remaining = dict(zip(ids, view.remaining_iterations(ids).tolist(), strict=True))
 
         def seconds(j: int, n: int) -> float:
-            return remaining[j] / self.rate(view, jobs[j], n)
+            return remaining[j] / self.speed_rate(view, j, speeds[j], n)
 
         counts = dict.fromkeys(state.ids, 0)
         left = state.capacity
@@ -274,12 +282,17 @@ class SlaqAllocator(AllocationPolicy):
             self.switch_cost_s = float(context.rescale_cost_s)
 
     def requests(self, view: ClusterView, state: AllocationState) -> Requests:
-        jobs = {j: view.job(j) for j in state.ids}
-        info: dict[int, tuple[float, float]] = {}
-        for j, job in jobs.items():
-            est = view.estimate(j)
-            info[j] = (job.iterations_done / max(est.total_iterations, 1e-9), est.total_iterations)
-        current = {j: state.count(j) for j in state.ids}
+        ids = state.ids
+        table = job_table(view, state)
+        totals = view.total_iterations(ids).tolist()
+        info: dict[int, tuple[float, float]] = {
+            j: (done / max(total, 1e-9), total)
+            for j, done, total in zip(ids, table.iterations_done.tolist(), totals, strict=True)
+        }
+        ran = dict(zip(ids, (~np.isnan(table.first_start_s)).tolist(), strict=True))
+        speeds = dict(zip(ids, table.speed, strict=True))
+        models = dict(zip(ids, table.model, strict=True))
+        current = {j: state.count(j) for j in ids}
         cache: dict[tuple[int, int], float] = {}
 
         def utility(j: int, n: int) -> float:
@@ -287,13 +300,11 @@ class SlaqAllocator(AllocationPolicy):
                 return 0.0
             value = cache.get((j, n))
             if value is None:
-                job = jobs[j]
-                ran = job.first_start_s is not None
-                cost = self.switch_cost_s if n != current[j] and ran else 0.0
+                cost = self.switch_cost_s if n != current[j] and ran[j] else 0.0
                 t = max(self.slice_s - cost, 0.0)
                 frac, total = info[j]
-                df = self.rate(view, job, n) * t / max(total, 1e-9)
-                curve = curve_integral(job.model)
+                df = self.speed_rate(view, j, speeds[j], n) * t / max(total, 1e-9)
+                curve = curve_integral(models[j])
                 value = curve.quality(frac + df) - curve.quality(frac) + FRACTION_TIE_WEIGHT * df
                 cache[(j, n)] = value
             return value

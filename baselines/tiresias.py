@@ -62,8 +62,7 @@ class TiresiasScheduler(AllocationPolicy):
         table = job_table(view, state)
         queues = np.searchsorted(self._bounds, table.attained_gpu_s, side="right")
         order = np.argsort(queues, kind="stable").tolist()  # ids ascend: (queue, id) order
-        bounds = zip(table.num_gpus.tolist(), table.min_gpus.tolist(), table.max_gpus.tolist())
-        wants = [min(max(n, low), high) for n, low, high in bounds]
+        wants = np.minimum(np.maximum(table.num_gpus, table.min_gpus), table.max_gpus).tolist()
         ids = state.ids
         counts = dict.fromkeys(ids, 0)
         left = state.capacity

@@ -203,8 +203,9 @@ def plan_allocation(state: AllocationState, counts: Mapping[int, int]) -> Decisi
     ``counts`` must be feasible (as :meth:`AllocationState.project` returns); jobs whose
     count does not change get no action.
     """
-    if all(int(counts.get(j, 0)) == n for j, n in state.counts.items()):
-        return Decision(())
+    current = state.counts
+    if [counts.get(j, 0) for j in current] == list(current.values()):
+        return Decision(())  # nothing changes (the loop below would give no action)
     free = state.free.astype(np.int64)
     actions: list[Allocate] = []
     growing: list[tuple[int, int, int]] = []

@@ -215,6 +215,22 @@ class ClusterView:
         self._check_fresh()
         return self._estimator.estimate(job_id)
 
+    def remaining_iterations(self, job_ids: Sequence[int]) -> np.ndarray:
+        """``estimate(j).remaining_iterations`` of each of ``job_ids`` (one vectorised
+        call; a read-only array)."""
+        self._check_fresh()
+        out = self._estimator.remaining_many(np.array(job_ids, dtype=np.int64))
+        out.flags.writeable = False
+        return out
+
+    def total_iterations(self, job_ids: Sequence[int]) -> np.ndarray:
+        """``estimate(j).total_iterations`` of each of ``job_ids`` (one vectorised call;
+        a read-only array)."""
+        self._check_fresh()
+        out = self._estimator.total_many(np.array(job_ids, dtype=np.int64))
+        out.flags.writeable = False
+        return out
+
     def loss_history(self, job_id: int) -> tuple[np.ndarray, np.ndarray]:
         """The job's noisy loss observations so far: ``(iterations, losses)``."""
         self._check_fresh()
