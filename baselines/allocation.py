@@ -25,6 +25,8 @@ Tiresias (``tiresias``) lives in :mod:`baselines.tiresias`.
 
 from __future__ import annotations
 
+import heapq
+import math
 from collections.abc import Callable
 
 import numpy as np
@@ -144,27 +146,55 @@ def greedy_fill(
     ``n2 <= max_gpus`` that fits (jumps let it cross non-concave regions, e.g. the step
     to a second node), and applies the one with the largest ``(u(n2) - u(n)) / (n2 - n)``
     (ties: fewer GPUs, then lower id). Stops when no positive gain fits.
+
+    A job's gains are computed once per count it holds: the GPUs left only shrink, so a
+    later round looks at a prefix of them (the first best of each prefix is kept), and
+    a heap of each job's best gives the round's choice without scanning every job.
     """
     counts = dict(counts)
     left = state.capacity - sum(counts.values())
-    while left > 0:
-        best_gain, best = MIN_GAIN, None
-        for j in state.ids:
-            n = counts[j]
-            if n == 0 and skip_unstarted:
-                continue
-            low = max(n + 1, state.min_gpus[j])
-            high = min(state.max_gpus[j], n + left)
-            base = utility(j, n)
-            for n2 in range(low, high + 1):
-                gain = (utility(j, n2) - base) / (n2 - n)
-                if gain > best_gain:
-                    best_gain, best = gain, (j, n2)
-        if best is None:
-            break
-        j, n2 = best
+    ids, max_gpus = state.ids, state.max_gpus
+    prefix_best: dict[int, tuple[int, list[tuple[float, int]]]] = {}
+    heap: list[tuple[float, int, int]] = []  # (-gain, rank, n2): ties go to lower ids
+
+    def refresh(rank: int) -> None:
+        """Push job ``ids[rank]``'s best move within the GPUs left (if it gains)."""
+        j = ids[rank]
+        low, best = prefix_best[j]
+        size = min(max_gpus[j], counts[j] + left) - low + 1
+        if size > 0:
+            gain, n2 = best[size - 1]
+            if gain > MIN_GAIN:  # a shrinking prefix never gains more: else drop the job
+                heapq.heappush(heap, (-gain, rank, n2))
+
+    def gains(rank: int) -> None:
+        """Job ``ids[rank]``'s first best ``(gain, n2)`` over each prefix ``n2 <= low + i``."""
+        j = ids[rank]
+        n = counts[j]
+        low = max(n + 1, state.min_gpus[j])
+        base = utility(j, n)
+        best: tuple[float, int] = (-math.inf, 0)
+        out = []
+        for n2 in range(low, min(max_gpus[j], n + left) + 1):
+            gain = (utility(j, n2) - base) / (n2 - n)
+            if gain > best[0]:
+                best = (gain, n2)
+            out.append(best)
+        prefix_best[j] = (low, out)
+        refresh(rank)
+
+    for rank, j in enumerate(ids):
+        if not (counts[j] == 0 and skip_unstarted):
+            gains(rank)
+    while left > 0 and heap:
+        _, rank, n2 = heapq.heappop(heap)
+        j = ids[rank]
+        if n2 > min(max_gpus[j], counts[j] + left):  # no longer fits: its best shrank
+            refresh(rank)
+            continue
         left -= n2 - counts[j]
         counts[j] = n2
+        gains(rank)
     return counts
 
 
