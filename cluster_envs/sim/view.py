@@ -196,6 +196,12 @@ class ClusterView:
                 "take a fresh view with Simulator.view()"
             )
 
+    @property
+    def simulation(self) -> object:
+        """An opaque token of the simulation the view shows: the same object for every
+        view of one simulator (a copy of it gets another), for policies keying caches."""
+        return self._estimator
+
     def job(self, job_id: int) -> JobStatus:
         """The status of one queued or running job at the snapshot time."""
         self._check_fresh()
