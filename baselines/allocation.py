@@ -120,9 +120,7 @@ class AllocationPolicy:
         """Modelled iterations/s of ``job`` on ``num_gpus`` packed, fastest GPUs."""
         return self.speed_rate(view, job.job_id, job.speed, num_gpus)
 
-    def speed_rate(
-        self, view: ClusterView, job_id: int, speed: SpeedModel, num_gpus: int
-    ) -> float:
+    def speed_rate(self, view: ClusterView, job_id: int, speed: SpeedModel, num_gpus: int) -> float:
         """:meth:`rate` of job ``job_id`` from its speed model (a :class:`JobTable` entry)."""
         key = (job_id, num_gpus)
         rate = self._rates.get(key)

@@ -80,7 +80,8 @@ def run(repeats: int, quick: bool) -> dict[str, Any]:
         workload = load_workload(preset, seed=0)
         rows: dict[str, Any] = {}
         for policy in policies:
-            best, events, metrics = float("inf"), 0, {}
+            best, events = float("inf"), 0
+            metrics: dict[str, float] = {}
             try:
                 for _ in range(repeats):
                     seconds, events, metrics = replay(workload, policy, config)

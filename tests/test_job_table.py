@@ -28,8 +28,10 @@ SCALAR_FIELDS = (
 
 def _sims(policy: str = "tiresias", num_jobs: int = 80) -> tuple[Simulator, Simulator, object]:
     jobs = load_workload("philly-sample", num_jobs=num_jobs, seed=0).jobs
-    return Simulator(jobs, "pollux-testbed", seed=0), Simulator(jobs, "pollux-testbed", seed=0), (
-        make_policy(policy)
+    return (
+        Simulator(jobs, "pollux-testbed", seed=0),
+        Simulator(jobs, "pollux-testbed", seed=0),
+        (make_policy(policy)),
     )
 
 

@@ -203,8 +203,8 @@ def plan_allocation(state: AllocationState, counts: Mapping[int, int]) -> Decisi
     ``counts`` must be feasible (as :meth:`AllocationState.project` returns); jobs whose
     count does not change get no action.
     """
-    current = state.counts
-    if [counts.get(j, 0) for j in current] == list(current.values()):
+    held = state.counts
+    if [counts.get(j, 0) for j in held] == list(held.values()):
         return Decision(())  # nothing changes (the loop below would give no action)
     free = state.free.astype(np.int64)
     actions: list[Allocate] = []

@@ -40,6 +40,7 @@ _SPEC_INTS = ("num_gpus", "min_gpus", "max_gpus", "batch_size")
 _VISIBLE = np.array([state in (JobState.QUEUED, JobState.RESCALING, JobState.RUNNING)
                      for state in sorted(JobState)])  # fmt: skip
 
+
 class SimulatorState:
     """Read-only accessors of the simulator's state (see the module docstring)."""
 

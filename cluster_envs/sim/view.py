@@ -300,4 +300,3 @@ def make_job_status(sim: Simulator, j: int, state: JobState) -> JobStatus:
         rate_iter_per_s=float(sim.rate[j]),
         speed=spec.speed,
     )
-
