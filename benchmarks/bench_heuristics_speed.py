@@ -125,6 +125,11 @@ def markdown(now: dict[str, Any], before: dict[str, Any] | None, command: str) -
         "`before` columns come from the run on the code before the speed-ups "
         "(`heuristics_speed_before.json`, same command with `--label before`).",
         "",
+        "The machine is shared (load ~15 on 2 cores while these ran): single figures move by "
+        "+-50% between runs (compare `tiresias` and `tiresias-artifact`, the same code with "
+        "other thresholds); `same metrics` checks avg/p95 JCT, makespan and utilisation "
+        "against the before run exactly.",
+        "",
     ]
     for label, case in now.items():
         old = (before or {}).get(label, {}).get("policies", {})
