@@ -25,16 +25,18 @@ Tiresias (``tiresias``) lives in :mod:`baselines.tiresias`.
 
 from __future__ import annotations
 
+import heapq
+import math
 from collections.abc import Callable
 
 import numpy as np
 
 from cluster_envs.errors import ConfigError
-from cluster_envs.perf.speed import packed_shape
+from cluster_envs.perf.speed import SpeedModel, packed_shape
 from cluster_envs.policies.context import PolicyContext
 from cluster_envs.policies.projection import DEFAULT_NUM_SLOTS, AllocationState, plan_allocation
 from cluster_envs.sim.quality import curve_integral
-from cluster_envs.sim.view import ClusterView, JobStatus
+from cluster_envs.sim.view import ClusterView, JobStatus, JobTable
 from cluster_envs.types import NO_DECISION, Decision
 
 #: Defaults matching MetisAllocation-v0's default preset and SimConfig.
@@ -47,6 +49,13 @@ FRACTION_TIE_WEIGHT = 1e-3
 MIN_GAIN = 1e-12
 
 Requests = dict[int, int]
+
+
+def job_table(view: ClusterView, state: AllocationState) -> JobTable:
+    """The eligible jobs' :class:`JobTable` (the one ``state`` was built from, if any)."""
+    if state.table is not None and state.table.job_ids.tolist() == list(state.ids):
+        return state.table
+    return view.job_table(state.ids)
 
 
 def check_slots(num_slots: int) -> int:
@@ -69,6 +78,7 @@ class AllocationPolicy:
         self.num_slots = check_slots(num_slots)
         self._time_s: float | None = None
         self._requests: Requests = {}
+        self._projected: tuple[tuple[tuple[int, ...], int], Requests] | None = None
         self._rates: dict[tuple[int, int], float] = {}
 
     def configure(self, context: PolicyContext) -> None:
@@ -80,6 +90,7 @@ class AllocationPolicy:
         """Forget the last decision and cached speeds."""
         self._time_s = None
         self._requests = {}
+        self._projected = None
         self._rates = {}
 
     def decide(self, view: ClusterView) -> Decision:
@@ -89,7 +100,13 @@ class AllocationPolicy:
         if self._time_s != view.time_s:
             self._requests = self.requests(view, state)
             self._time_s = view.time_s
-        return self._plan(state, state.project(self._requests))
+            self._projected = None
+        # The projection depends on the requests, the eligible ids (their bounds) and the
+        # capacity only: asked again at this instant, reuse it unless those changed.
+        key = (state.ids, state.capacity)
+        if self._projected is None or self._projected[0] != key:
+            self._projected = (key, state.project(self._requests))
+        return self._plan(state, dict(self._projected[1]))
 
     def _plan(self, state: AllocationState, counts: Requests) -> Decision:
         """Hook: the decision that carries out ``counts`` (default: the env's placement)."""
@@ -101,12 +118,16 @@ class AllocationPolicy:
 
     def rate(self, view: ClusterView, job: JobStatus, num_gpus: int) -> float:
         """Modelled iterations/s of ``job`` on ``num_gpus`` packed, fastest GPUs."""
-        key = (job.job_id, num_gpus)
+        return self.speed_rate(view, job.job_id, job.speed, num_gpus)
+
+    def speed_rate(self, view: ClusterView, job_id: int, speed: SpeedModel, num_gpus: int) -> float:
+        """:meth:`rate` of job ``job_id`` from its speed model (a :class:`JobTable` entry)."""
+        key = (job_id, num_gpus)
         rate = self._rates.get(key)
         if rate is None:
             shape = packed_shape(num_gpus, view.cluster.max_gpus_per_node)
-            speed = float(np.max(view.node_speed))
-            rate = job.speed.throughput(shape, speed, view.network_speed)
+            fastest = float(np.max(view.node_speed))
+            rate = speed.throughput(shape, fastest, view.network_speed)
             self._rates[key] = rate
         return rate
 
@@ -123,27 +144,55 @@ def greedy_fill(
     ``n2 <= max_gpus`` that fits (jumps let it cross non-concave regions, e.g. the step
     to a second node), and applies the one with the largest ``(u(n2) - u(n)) / (n2 - n)``
     (ties: fewer GPUs, then lower id). Stops when no positive gain fits.
+
+    A job's gains are computed once per count it holds: the GPUs left only shrink, so a
+    later round looks at a prefix of them (the first best of each prefix is kept), and
+    a heap of each job's best gives the round's choice without scanning every job.
     """
     counts = dict(counts)
     left = state.capacity - sum(counts.values())
-    while left > 0:
-        best_gain, best = MIN_GAIN, None
-        for j in state.ids:
-            n = counts[j]
-            if n == 0 and skip_unstarted:
-                continue
-            low = max(n + 1, state.min_gpus[j])
-            high = min(state.max_gpus[j], n + left)
-            base = utility(j, n)
-            for n2 in range(low, high + 1):
-                gain = (utility(j, n2) - base) / (n2 - n)
-                if gain > best_gain:
-                    best_gain, best = gain, (j, n2)
-        if best is None:
-            break
-        j, n2 = best
+    ids, max_gpus = state.ids, state.max_gpus
+    prefix_best: dict[int, tuple[int, list[tuple[float, int]]]] = {}
+    heap: list[tuple[float, int, int]] = []  # (-gain, rank, n2): ties go to lower ids
+
+    def refresh(rank: int) -> None:
+        """Push job ``ids[rank]``'s best move within the GPUs left (if it gains)."""
+        j = ids[rank]
+        low, best = prefix_best[j]
+        size = min(max_gpus[j], counts[j] + left) - low + 1
+        if size > 0:
+            gain, n2 = best[size - 1]
+            if gain > MIN_GAIN:  # a shrinking prefix never gains more: else drop the job
+                heapq.heappush(heap, (-gain, rank, n2))
+
+    def gains(rank: int) -> None:
+        """Job ``ids[rank]``'s first best ``(gain, n2)`` over each prefix ``n2 <= low + i``."""
+        j = ids[rank]
+        n = counts[j]
+        low = max(n + 1, state.min_gpus[j])
+        base = utility(j, n)
+        best: tuple[float, int] = (-math.inf, 0)
+        out = []
+        for n2 in range(low, min(max_gpus[j], n + left) + 1):
+            gain = (utility(j, n2) - base) / (n2 - n)
+            if gain > best[0]:
+                best = (gain, n2)
+            out.append(best)
+        prefix_best[j] = (low, out)
+        refresh(rank)
+
+    for rank, j in enumerate(ids):
+        if not (counts[j] == 0 and skip_unstarted):
+            gains(rank)
+    while left > 0 and heap:
+        _, rank, n2 = heapq.heappop(heap)
+        j = ids[rank]
+        if n2 > min(max_gpus[j], counts[j] + left):  # no longer fits: its best shrank
+            refresh(rank)
+            continue
         left -= n2 - counts[j]
         counts[j] = n2
+        gains(rank)
     return counts
 
 
@@ -182,10 +231,11 @@ class RigidFifoAllocator(AllocationPolicy):
     def requests(self, view: ClusterView, state: AllocationState) -> Requests:
         counts = {j: state.count(j) for j in state.ids}
         left = state.capacity - sum(counts.values())
+        asked = dict(zip(state.ids, job_table(view, state).num_gpus.tolist(), strict=True))
         for j in state.ids:
             if counts[j]:
                 continue
-            want = min(max(view.job(j).num_gpus, state.min_gpus[j]), state.max_gpus[j])
+            want = min(max(asked[j], state.min_gpus[j]), state.max_gpus[j])
             if want > left:
                 break
             counts[j] = want
@@ -203,11 +253,12 @@ class OptimusAllocator(AllocationPolicy):
     name = "optimus"
 
     def requests(self, view: ClusterView, state: AllocationState) -> Requests:
-        jobs = {j: view.job(j) for j in state.ids}
-        remaining = {j: view.estimate(j).remaining_iterations for j in state.ids}
+        ids = state.ids
+        speeds = dict(zip(ids, job_table(view, state).speed, strict=True))
+        remaining = dict(zip(ids, view.remaining_iterations(ids).tolist(), strict=True))
 
         def seconds(j: int, n: int) -> float:
-            return remaining[j] / self.rate(view, jobs[j], n)
+            return remaining[j] / self.speed_rate(view, j, speeds[j], n)
 
         counts = dict.fromkeys(state.ids, 0)
         left = state.capacity
@@ -259,12 +310,17 @@ class SlaqAllocator(AllocationPolicy):
             self.switch_cost_s = float(context.rescale_cost_s)
 
     def requests(self, view: ClusterView, state: AllocationState) -> Requests:
-        jobs = {j: view.job(j) for j in state.ids}
-        info: dict[int, tuple[float, float]] = {}
-        for j, job in jobs.items():
-            est = view.estimate(j)
-            info[j] = (job.iterations_done / max(est.total_iterations, 1e-9), est.total_iterations)
-        current = {j: state.count(j) for j in state.ids}
+        ids = state.ids
+        table = job_table(view, state)
+        totals = view.total_iterations(ids).tolist()
+        info: dict[int, tuple[float, float]] = {
+            j: (done / max(total, 1e-9), total)
+            for j, done, total in zip(ids, table.iterations_done.tolist(), totals, strict=True)
+        }
+        ran = dict(zip(ids, (~np.isnan(table.first_start_s)).tolist(), strict=True))
+        speeds = dict(zip(ids, table.speed, strict=True))
+        models = dict(zip(ids, table.model, strict=True))
+        current = {j: state.count(j) for j in ids}
         cache: dict[tuple[int, int], float] = {}
 
         def utility(j: int, n: int) -> float:
@@ -272,13 +328,11 @@ class SlaqAllocator(AllocationPolicy):
                 return 0.0
             value = cache.get((j, n))
             if value is None:
-                job = jobs[j]
-                ran = job.first_start_s is not None
-                cost = self.switch_cost_s if n != current[j] and ran else 0.0
+                cost = self.switch_cost_s if n != current[j] and ran[j] else 0.0
                 t = max(self.slice_s - cost, 0.0)
                 frac, total = info[j]
-                df = self.rate(view, job, n) * t / max(total, 1e-9)
-                curve = curve_integral(job.model)
+                df = self.speed_rate(view, j, speeds[j], n) * t / max(total, 1e-9)
+                curve = curve_integral(models[j])
                 value = curve.quality(frac + df) - curve.quality(frac) + FRACTION_TIE_WEIGHT * df
                 cache[(j, n)] = value
             return value

@@ -232,8 +232,25 @@ class SjfScheduler(MoldableScheduler):
 
     name = "sjf"
 
+    def __init__(
+        self,
+        levels: Sequence[int] = DEFAULT_LEVELS,
+        window: int | None = None,
+        placement: PlacementPolicy | None = None,
+    ) -> None:
+        super().__init__(levels, window, placement)
+        self.reset()
+
+    def reset(self, seed: int | None = None) -> None:
+        """Forget the cached runtime keys."""
+        self._keys: dict[int, tuple[float, float]] = {}
+        self._keys_of: object = None
+
     def _prepare(self, view: ClusterView, plan: Plan) -> None:
-        self._keys: dict[int, float] = {}
+        # A queued job's key depends only on its progress (estimates do: see
+        # cluster_envs.sim.estimate), so keys are kept across decisions of one simulation.
+        if self._keys_of is not view.simulation:
+            self._keys, self._keys_of = {}, view.simulation
 
     def runtime_key_s(self, view: ClusterView, job: JobStatus) -> float:
         """Estimated runtime (s) of ``job`` at its requested size."""
@@ -245,11 +262,14 @@ class SjfScheduler(MoldableScheduler):
         return max((lv for lv in levels if lv <= job.num_gpus), default=levels[0])
 
     def _choose(self, view: ClusterView, plan: Plan) -> tuple[int, Placement] | None:
+        window = plan.window()
         ranked = []
-        for pos, j in enumerate(plan.window()):
-            if j not in self._keys:
-                self._keys[j] = self.runtime_key_s(view, view.job(j))
-            ranked.append((self._keys[j], pos, j))
+        done = view.job_table(window).iterations_done.tolist()
+        for pos, (j, progress) in enumerate(zip(window, done, strict=True)):
+            key = self._keys.get(j)
+            if key is None or key[0] != progress:
+                key = self._keys[j] = (progress, self.runtime_key_s(view, view.job(j)))
+            ranked.append((key[1], pos, j))
         for _, _, j in sorted(ranked):
             job = view.job(j)
             placement = plan.place(job, self._request(job))

@@ -16,9 +16,12 @@ placement-profile consolidation decisions (placement is the shared rule of
 
 from __future__ import annotations
 
+import bisect
 from collections.abc import Sequence
 
-from baselines.allocation import AllocationPolicy, Requests
+import numpy as np
+
+from baselines.allocation import AllocationPolicy, Requests, job_table
 from cluster_envs.errors import ConfigError
 from cluster_envs.policies.projection import DEFAULT_NUM_SLOTS, AllocationState
 from cluster_envs.sim.view import ClusterView
@@ -49,20 +52,24 @@ class TiresiasScheduler(AllocationPolicy):
                 f"thresholds_gpu_s must be distinct, ascending and > 0, got {thresholds_gpu_s}"
             )
         self.thresholds = thresholds
+        self._bounds = np.array(thresholds)
 
     def queue_of(self, attained_gpu_s: float) -> int:
         """Queue index (0 = highest priority) of a job with this attained service."""
-        return sum(attained_gpu_s >= t for t in self.thresholds)
+        return bisect.bisect_right(self.thresholds, attained_gpu_s)
 
     def requests(self, view: ClusterView, state: AllocationState) -> Requests:
-        jobs = {j: view.job(j) for j in state.ids}
-        order = sorted(state.ids, key=lambda j: (self.queue_of(jobs[j].attained_gpu_s), j))
-        counts = dict.fromkeys(state.ids, 0)
+        table = job_table(view, state)
+        queues = np.searchsorted(self._bounds, table.attained_gpu_s, side="right")
+        order = np.argsort(queues, kind="stable").tolist()  # ids ascend: (queue, id) order
+        wants = np.minimum(np.maximum(table.num_gpus, table.min_gpus), table.max_gpus).tolist()
+        ids = state.ids
+        counts = dict.fromkeys(ids, 0)
         left = state.capacity
-        for j in order:
-            want = min(max(jobs[j].num_gpus, state.min_gpus[j]), state.max_gpus[j])
+        for i in order:
+            want = wants[i]
             if want <= left:
-                counts[j] = want
+                counts[ids[i]] = want
                 left -= want
         return counts
 

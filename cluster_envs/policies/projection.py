@@ -33,9 +33,9 @@ nodes (most free GPUs first) of the fastest type that has room, else of any type
 
 from __future__ import annotations
 
-import heapq
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from functools import cached_property
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -45,7 +45,7 @@ from cluster_envs.types import Allocate, Decision, Placement
 
 if TYPE_CHECKING:
     from cluster_envs.sim.engine import Simulator
-    from cluster_envs.sim.view import ClusterView
+    from cluster_envs.sim.view import ClusterView, JobTable
 
 #: Jobs an allocation decision covers by default (the env's action slots).
 DEFAULT_NUM_SLOTS = 32
@@ -53,7 +53,7 @@ DEFAULT_NUM_SLOTS = 32
 
 def eligible_ids(job_ids: Iterable[int], num_slots: int) -> tuple[int, ...]:
     """The ``num_slots`` lowest ids of ``job_ids`` (queued + running), ascending."""
-    return tuple(heapq.nsmallest(num_slots, job_ids))
+    return tuple(sorted(job_ids)[:num_slots])
 
 
 def project_counts(
@@ -70,10 +70,8 @@ def project_counts(
     Returns:
         Counts with ``sum <= capacity`` and each 0 or within ``[min, max]``.
     """
-    counts = []
-    for r, lo, hi in zip(requests, min_gpus, max_gpus, strict=True):
-        r = int(r)
-        counts.append(0 if r <= 0 else min(max(r, int(lo)), int(hi)))
+    bounds = zip(map(int, requests), map(int, min_gpus), map(int, max_gpus), strict=True)
+    counts = [0 if r <= 0 else min(max(r, lo), hi) for r, lo, hi in bounds]
     capacity = max(int(capacity), 0)
     if sum(counts) <= capacity:
         return counts
@@ -115,28 +113,48 @@ class AllocationState:
     min_gpus: Mapping[int, int]
     max_gpus: Mapping[int, int]
 
-    @property
+    #: The eligible jobs' :class:`~cluster_envs.sim.view.JobTable` when read from a view
+    #: (heuristics reuse it instead of reading the view again).
+    table: JobTable | None = field(default=None, repr=False, compare=False)
+
+    @cached_property
+    def counts(self) -> dict[int, int]:
+        """GPUs each eligible job holds now."""
+        if self.table is not None:  # the simulator's GPUs-held column: placement sizes
+            return dict(zip(self.ids, self.table.num_gpus_held.tolist(), strict=True))
+        return {j: sum(g for _, g in self.placement[j]) for j in self.ids}
+
+    @cached_property
+    def _bounds(self) -> tuple[list[int], list[int]]:
+        if self.table is not None:
+            return self.table.min_gpus.tolist(), self.table.max_gpus.tolist()
+        return [self.min_gpus[j] for j in self.ids], [self.max_gpus[j] for j in self.ids]
+
+    @cached_property
     def capacity(self) -> int:
         """Free GPUs plus the GPUs the eligible jobs hold."""
-        held = sum(g for j in self.ids for _, g in self.placement[j])
-        return int(self.free.sum()) + held
+        return int(self.free.sum()) + sum(self.counts.values())
 
     def count(self, job_id: int) -> int:
         """GPUs job ``job_id`` holds now."""
+        counts = self.counts
+        if job_id in counts:
+            return counts[job_id]
         return sum(g for _, g in self.placement[job_id])
 
     @classmethod
     def from_view(cls, view: ClusterView, num_slots: int) -> AllocationState:
         """The state a policy sees (eligible jobs of ``view``)."""
         ids = eligible_ids((*view.queued_ids, *view.running_ids), num_slots)
-        jobs = {j: view.job(j) for j in ids}
+        table = view.job_table(ids)
         return cls(
             free=np.asarray(view.free_gpus),
             node_speed=np.asarray(view.node_speed),
             ids=ids,
-            placement={j: s.placement for j, s in jobs.items()},
-            min_gpus={j: s.min_gpus for j, s in jobs.items()},
-            max_gpus={j: s.max_gpus for j, s in jobs.items()},
+            placement=dict(zip(ids, table.placement, strict=True)),
+            min_gpus=dict(zip(ids, table.min_gpus.tolist(), strict=True)),
+            max_gpus=dict(zip(ids, table.max_gpus.tolist(), strict=True)),
+            table=table,
         )
 
     @classmethod
@@ -154,12 +172,8 @@ class AllocationState:
 
     def project(self, requests: Mapping[int, int]) -> dict[int, int]:
         """:func:`project_counts` of ``requests`` (missing eligible jobs request 0)."""
-        counts = project_counts(
-            [requests.get(j, 0) for j in self.ids],
-            [self.min_gpus[j] for j in self.ids],
-            [self.max_gpus[j] for j in self.ids],
-            self.capacity,
-        )
+        low, high = self._bounds
+        counts = project_counts([requests.get(j, 0) for j in self.ids], low, high, self.capacity)
         return dict(zip(self.ids, counts, strict=True))
 
 
@@ -189,7 +203,10 @@ def plan_allocation(state: AllocationState, counts: Mapping[int, int]) -> Decisi
     ``counts`` must be feasible (as :meth:`AllocationState.project` returns); jobs whose
     count does not change get no action.
     """
-    free = state.free.astype(np.int64).copy()
+    held = state.counts
+    if [counts.get(j, 0) for j in held] == list(held.values()):
+        return Decision(())  # nothing changes (the loop below would give no action)
+    free = state.free.astype(np.int64)
     actions: list[Allocate] = []
     growing: list[tuple[int, int, int]] = []
     for rank, j in enumerate(state.ids):

@@ -188,6 +188,22 @@ class WorkEstimator:
         total = np.where(np.isnan(self._total[ids]), self._prior[ids], self._total[ids])
         return np.maximum(total - done, 0.0)
 
+    def total_many(self, ids: np.ndarray) -> np.ndarray:
+        """Estimated total iterations of jobs ``ids`` (vectorised; same values as
+        ``total_iterations(j)`` job by job, refitting the same jobs)."""
+        sim = self.sim
+        done = sim.progress[ids] + sim.rate[ids] * (sim.now_s - sim.last_update_s[ids])
+        for j in ids[np.isnan(self._prior[ids]) | (self._interval[ids] <= 0)]:
+            self.interval(int(j))
+        counts = np.floor(done / self._interval[ids])
+        due = counts >= np.maximum(
+            MIN_OBSERVATIONS, np.asarray(self._fit_count)[ids] * REFIT_GROWTH
+        )
+        for j in ids[due]:
+            self.total_iterations(int(j))
+        total = np.where(np.isnan(self._total[ids]), self._prior[ids], self._total[ids])
+        return np.maximum(total, done)
+
     def _refresh(self, j: int, milestone: int) -> None:
         """Fit the first ``milestone`` observations of job ``j``."""
         self._observe(j)

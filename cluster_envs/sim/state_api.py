@@ -10,13 +10,15 @@ windows over the copied storage.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from cluster_envs.sim.readonly import ContentionView, InventoryView, ListView, frozen, read_only
+from cluster_envs.sim.view import JobTable
+from cluster_envs.types import JobState
 
 if TYPE_CHECKING:
     from cluster_envs.config import ClusterConfig, SimConfig
@@ -32,6 +34,12 @@ _JOB_ARRAYS = (
     "attained_gpu_s", "num_restarts", "num_gpus_held", "held_since_s", "batch_size",
 )  # fmt: skip
 
+#: Static integer job fields of :meth:`SimulatorState.job_table`, in its column order.
+_SPEC_INTS = ("num_gpus", "min_gpus", "max_gpus", "batch_size")
+#: Which JobState codes a scheduler may look at (queued, rescaling, running).
+_VISIBLE = np.array([state in (JobState.QUEUED, JobState.RESCALING, JobState.RUNNING)
+                     for state in sorted(JobState)])  # fmt: skip
+
 
 class SimulatorState:
     """Read-only accessors of the simulator's state (see the module docstring)."""
@@ -42,6 +50,17 @@ class SimulatorState:
     _active: dict[int, None]
     _inventory: GpuInventory
     _contention: Contention
+    _jobs: tuple[JobSpec, ...]
+    _now_s: float
+    _state: np.ndarray
+    _progress: np.ndarray
+    _rate: np.ndarray
+    _last_update_s: np.ndarray
+    _attained_gpu_s: np.ndarray
+    _num_gpus_held: np.ndarray
+    _first_start_s: np.ndarray
+    _num_restarts: np.ndarray
+    _spec_table: dict[str, Any]
 
     cluster: ClusterConfig = read_only("_cluster", "The cluster configuration.")
     config: SimConfig = read_only("_config", "The simulator settings.")
@@ -70,6 +89,65 @@ class SimulatorState:
     num_arrived: int = read_only("_num_arrived", "Jobs submitted so far.")
     num_events: int = read_only("_num_events", "Events processed so far.")
     state_version: int = read_only("_state_version", "Changes whenever observable state does.")
+
+    def job_table(self, job_ids: Sequence[int]) -> JobTable:
+        """What :meth:`job_status` shows of each of ``job_ids``, as read-only arrays.
+
+        Syncs the jobs' progress to now exactly as ``job_status`` does, element by
+        element (so the state, and every later number, is the same either way).
+        """
+        ids = [int(j) for j in job_ids]
+        n = len(self._jobs)
+        if ids and (min(ids) < 0 or max(ids) >= n):
+            bad = next(j for j in ids if not 0 <= j < n)
+            raise KeyError(f"job {bad} is not in the workload ({n} jobs)")
+        idx = np.array(ids, dtype=np.int64)
+        states = self._state[idx]
+        if not _VISIBLE[states].all():
+            j = int(idx[np.argmin(_VISIBLE[states])])
+            state = JobState(int(self._state[j])).name.lower()
+            raise KeyError(f"job {j} is {state}, not queued or running")
+        dt = self._now_s - self._last_update_s[idx]
+        moved = dt > 0
+        if moved.any():
+            jobs, step = idx[moved], dt[moved]
+            self._progress[jobs] += self._rate[jobs] * step
+            self._attained_gpu_s[jobs] += self._num_gpus_held[jobs] * step
+        self._last_update_s[idx] = self._now_s
+        spec = self._spec_columns()
+        ints = spec["ints"][:, idx]  # one gather for the static integer fields
+        columns = (
+            idx, states, spec["submit_time_s"][idx], ints[0], ints[1], ints[2], ints[3],
+            self._progress[idx], self._attained_gpu_s[idx], self._first_start_s[idx],
+            self._num_restarts[idx], self._rate[idx], self._num_gpus_held[idx],
+        )  # fmt: skip
+        for column in columns:
+            column.flags.writeable = False
+        ints.flags.writeable = False
+        models, speeds, placements = spec["model"], spec["speed"], self._placement
+        return JobTable(
+            *columns,
+            tuple([placements[j] for j in ids]),
+            tuple([models[j] for j in ids]),
+            tuple([speeds[j] for j in ids]),
+        )
+
+    def _spec_columns(self) -> dict[str, Any]:
+        """The workload's static job fields as columns (built once, copied with the sim)."""
+        spec = self.__dict__.get("_spec_table")
+        if spec is None:
+            jobs, n = self._jobs, len(self._jobs)
+            spec = {
+                "submit_time_s": np.fromiter((job.submit_time_s for job in jobs), float, n),
+                "ints": np.array(
+                    [[getattr(job, name) for job in jobs] for name in _SPEC_INTS],
+                    dtype=np.int64,
+                ).reshape(len(_SPEC_INTS), n),
+                "model": [job.model for job in jobs],
+                "speed": [job.speed for job in jobs],
+            }
+            self._spec_table = spec
+        return spec
 
     def _make_views(self) -> None:
         """The read-only windows (storage is only ever changed in place, so they follow)."""

@@ -12,10 +12,10 @@ of showing newer state), and everything it has already built is immutable.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import cached_property
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
 
@@ -81,6 +81,33 @@ class JobStatus:
     speed: SpeedModel
 
 
+class JobTable(NamedTuple):
+    """What :meth:`ClusterView.job` shows, for many jobs at once, as read-only arrays.
+
+    Entry ``i`` of every field describes job ``job_ids[i]``; the values equal those of
+    ``view.job(job_ids[i])`` (``first_start_s`` is NaN where the snapshot has ``None``,
+    ``state`` holds :class:`JobState` codes, ``num_gpus_held`` the size of
+    ``placement``). Arrays are non-writeable copies, taken when the table is built.
+    """
+
+    job_ids: np.ndarray
+    state: np.ndarray
+    submit_time_s: np.ndarray
+    num_gpus: np.ndarray
+    min_gpus: np.ndarray
+    max_gpus: np.ndarray
+    batch_size: np.ndarray
+    iterations_done: np.ndarray
+    attained_gpu_s: np.ndarray
+    first_start_s: np.ndarray
+    num_restarts: np.ndarray
+    rate_iter_per_s: np.ndarray
+    num_gpus_held: np.ndarray
+    placement: tuple[Placement, ...]
+    model: tuple[str, ...]
+    speed: tuple[SpeedModel, ...]
+
+
 class ClusterView:
     """Immutable snapshot of the cluster at ``time_s`` (see the module docstring).
 
@@ -109,6 +136,7 @@ class ClusterView:
         "num_pending",
         "num_finished",
         "_make_status",
+        "_make_table",
         "_estimator",
         "_version",
         "_current_version",
@@ -129,6 +157,7 @@ class ClusterView:
         num_pending: int,
         num_finished: int,
         make_status: Callable[[int], JobStatus],
+        make_table: Callable[[Sequence[int]], JobTable],
         estimator: WorkEstimator,
         version: int,
         current_version: Callable[[], int],
@@ -145,6 +174,7 @@ class ClusterView:
         self.num_pending = num_pending
         self.num_finished = num_finished
         self._make_status = make_status
+        self._make_table = make_table
         self._estimator = estimator
         self._version = version
         self._current_version = current_version
@@ -166,15 +196,46 @@ class ClusterView:
                 "take a fresh view with Simulator.view()"
             )
 
+    @property
+    def simulation(self) -> object:
+        """An opaque token of the simulation the view shows: the same object for every
+        view of one simulator (a copy of it gets another), for policies keying caches."""
+        return self._estimator
+
     def job(self, job_id: int) -> JobStatus:
         """The status of one queued or running job at the snapshot time."""
         self._check_fresh()
         return self._make_status(job_id)
 
+    def job_table(self, job_ids: Sequence[int]) -> JobTable:
+        """What :meth:`job` shows of each of ``job_ids`` (queued or running), as arrays.
+
+        One call instead of a :class:`JobStatus` per job: what heuristics that rank many
+        jobs per decision read (see :class:`JobTable`).
+        """
+        self._check_fresh()
+        return self._make_table(job_ids)
+
     def estimate(self, job_id: int) -> JobEstimate:
         """The scheduler's estimate of the job's length (prior or fitted loss curve)."""
         self._check_fresh()
         return self._estimator.estimate(job_id)
+
+    def remaining_iterations(self, job_ids: Sequence[int]) -> np.ndarray:
+        """``estimate(j).remaining_iterations`` of each of ``job_ids`` (one vectorised
+        call; a read-only array)."""
+        self._check_fresh()
+        out = self._estimator.remaining_many(np.array(job_ids, dtype=np.int64))
+        out.flags.writeable = False
+        return out
+
+    def total_iterations(self, job_ids: Sequence[int]) -> np.ndarray:
+        """``estimate(j).total_iterations`` of each of ``job_ids`` (one vectorised call;
+        a read-only array)."""
+        self._check_fresh()
+        out = self._estimator.total_many(np.array(job_ids, dtype=np.int64))
+        out.flags.writeable = False
+        return out
 
     def loss_history(self, job_id: int) -> tuple[np.ndarray, np.ndarray]:
         """The job's noisy loss observations so far: ``(iterations, losses)``."""
@@ -207,6 +268,7 @@ def build_view(sim: Simulator) -> ClusterView:
         num_pending=len(sim.jobs) - sim.num_arrived,
         num_finished=sim.num_finished,
         make_status=sim.job_status,
+        make_table=sim.job_table,
         estimator=sim.estimator,
         version=sim.state_version,
         current_version=lambda: sim.state_version,
