@@ -1,7 +1,7 @@
 """Trace loaders and the front door :func:`load_workload` (format detection, presets).
 
-Every loader parses the whole file (:mod:`cluster_envs.workload.formats`), sorts the
-records by submit time (stable), applies the selection options (``window_s``, then
+Every loader parses the whole file (:mod:`cluster_envs.workload.formats`, into columns),
+sorts the records by submit time (stable), applies the selection options (``window_s``, then
 ``num_jobs``, then ``time_scale``) and only then builds the jobs through one
 :class:`~cluster_envs.workload.jobs.JobFactory`.
 
@@ -31,10 +31,11 @@ from cluster_envs.errors import ConfigError, TraceFormatError
 from cluster_envs.types import JobKind
 from cluster_envs.workload import formats, synthetic
 from cluster_envs.workload.jobs import JobFactory, JobOptions, TraceRecord
+from cluster_envs.workload.records import Records, make_jobs, select_records
 from cluster_envs.workload.table import read_text
 from cluster_envs.workload.workload import Workload
 
-Parser = Callable[[str], list[TraceRecord]]
+Parser = Callable[[str], Records]
 FORMATS: dict[str, Parser] = {
     "canonical": formats.parse_canonical,
     "philly": formats.parse_philly,
@@ -124,11 +125,15 @@ def select(records: Sequence[TraceRecord], options: LoadOptions) -> list[TraceRe
 def _build(
     name: str,
     source: str,
-    records: Sequence[TraceRecord],
+    records: Sequence[TraceRecord] | Records,
     options: LoadOptions,
     seed: np.random.SeedSequence | None = None,
 ) -> Workload:
-    jobs = JobFactory(options.job_options(), seed=seed).make_all(select(records, options))
+    factory = JobFactory(options.job_options(), seed=seed)
+    if isinstance(records, Records):
+        jobs = make_jobs(factory, select_records(records, options))
+    else:
+        jobs = factory.make_all(select(records, options))
     return Workload(name, jobs, source, options.reference_gpu_type, options.ref_gpus_per_node)
 
 
