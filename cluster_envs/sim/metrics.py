@@ -13,17 +13,19 @@ that starves long jobs. ``lower_bound_avg_jct_s`` is always finite.
 from __future__ import annotations
 
 import math
+from array import array
 from typing import TYPE_CHECKING
 
 import numpy as np
 
 from cluster_envs.perf.speed import packed_shape
 from cluster_envs.sim.observers import SimObserver
+from cluster_envs.types import Placement
 
 if TYPE_CHECKING:
     from cluster_envs.config import ClusterConfig
     from cluster_envs.sim.engine import Simulator
-    from cluster_envs.types import JobSpec, Placement
+    from cluster_envs.types import JobSpec
 
 #: Bounded slowdown treats runs shorter than this as this long (Feitelson's tau).
 BOUNDED_SLOWDOWN_TAU_S = 10.0
@@ -47,12 +49,28 @@ class EpisodeRecord(SimObserver):
         self.busy_gpu_s = 0.0
         self.queued_job_s = 0.0
         self.system_job_s = 0.0
-        self.times: list[float] = []
-        self.queued: list[int] = []
-        self.running: list[int] = []
-        self.busy: list[int] = []
-        #: (job_id, start_s, end_s, placement) of every finished holding of GPUs.
-        self.segments: list[tuple[int, float, float, tuple[tuple[int, int], ...]]] = []
+        # Compact columns (8 bytes a row, no per-row objects): 1M jobs log 2M rows.
+        self.times = array("d")
+        self.queued = array("q")
+        self.running = array("q")
+        self.busy = array("q")
+        self._segment_job = array("q")
+        self._segment_start = array("d")
+        self._segment_end = array("d")
+        self._segment_placement: list[Placement] = []
+
+    @property
+    def segments(self) -> list[tuple[int, float, float, Placement]]:
+        """``(job_id, start_s, end_s, placement)`` of every finished holding of GPUs."""
+        return list(
+            zip(
+                self._segment_job.tolist(),
+                self._segment_start.tolist(),
+                self._segment_end.tolist(),
+                self._segment_placement,
+                strict=True,
+            )
+        )
 
     def on_advance(self, sim: Simulator, t0: float, t1: float) -> None:
         """The state held from ``t0`` to ``t1``: add its busy GPU-seconds, log it."""
@@ -72,7 +90,10 @@ class EpisodeRecord(SimObserver):
     ) -> None:
         """Keep the finished holding as a timeline segment (when the timeline is on)."""
         if self.keep_timeline:
-            self.segments.append((job_id, start_s, end_s, placement))
+            self._segment_job.append(job_id)
+            self._segment_start.append(start_s)
+            self._segment_end.append(end_s)
+            self._segment_placement.append(placement)
 
     def sample(self, sim: Simulator, time_s: float | None = None) -> None:
         """Log the current state at ``time_s`` (default: now), replacing a same-time row."""
@@ -91,12 +112,14 @@ class EpisodeRecord(SimObserver):
 
     def timeline(self) -> dict[str, np.ndarray]:
         """The timeline as arrays keyed ``time_s, num_queued, num_running, busy_gpus``."""
-        return {
-            "time_s": np.asarray(self.times),
-            "num_queued": np.asarray(self.queued),
-            "num_running": np.asarray(self.running),
-            "busy_gpus": np.asarray(self.busy),
+        columns: dict[str, array] = {
+            "time_s": self.times,
+            "num_queued": self.queued,
+            "num_running": self.running,
+            "busy_gpus": self.busy,
         }
+        # An empty column is float64, as np.asarray([]) gives.
+        return {k: np.array(v) if len(v) else np.asarray([]) for k, v in columns.items()}
 
 
 def best_isolated_runtime_s(job: JobSpec, cluster: ClusterConfig, network_speed: float) -> float:

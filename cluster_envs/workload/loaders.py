@@ -169,12 +169,30 @@ def load_swf(path: str | os.PathLike[str], **options: Any) -> Workload:
     return _load("swf", path, options)
 
 
+#: Characters read to find a trace's first non-blank line (the whole file if none there).
+_HEAD_CHARS = 1 << 16
+
+
+def _head_lines(path: str) -> list[str]:
+    """The first complete lines of ``path`` (all of them for a short file)."""
+    try:
+        with open(path, encoding="utf-8-sig") as handle:
+            head = handle.read(_HEAD_CHARS)
+            more = bool(handle.read(1))
+    except UnicodeDecodeError:
+        return read_text(path)  # raises with its message, as on the whole file
+    if not more:
+        return head.splitlines()
+    lines = head.splitlines()[:-1]  # the last may be cut
+    return lines if any(line.strip() for line in lines) else read_text(path)
+
+
 def detect_format(path: str | os.PathLike[str]) -> str:
     """Name of the format of the trace at ``path``, from its extension or header line."""
     path = str(path)
     if path.lower().endswith(".swf"):
         return "swf"
-    for number, line in enumerate(read_text(path), start=1):
+    for number, line in enumerate(_head_lines(path), start=1):
         if not line.strip():
             continue
         if line.lstrip().startswith(";"):

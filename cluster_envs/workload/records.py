@@ -20,6 +20,7 @@ import numpy as np
 
 from cluster_envs.errors import ConfigError
 from cluster_envs.perf import zoo
+from cluster_envs.perf.speed import SpeedModel
 from cluster_envs.types import JobSpec
 from cluster_envs.workload.jobs import HPC_MODEL, JobFactory, TraceRecord
 
@@ -173,41 +174,30 @@ def make_jobs(factory: JobFactory, records: Records) -> tuple[JobSpec, ...]:
     batches = [None] * n if records.batch_size is None else records.batch_size.tolist()
     users = [None] * n if records.user is None else records.user.tolist()
     kind = factory.options.kind
-    ranges: dict[int, tuple[int, int]] = {}
-    sizes: dict[tuple[str, int], int] = {}
+    # Per distinct (model, GPUs, recorded batch): batch size, reference rate, speed
+    # model, GPU range -- what factory.make looks up per record, looked up once here.
+    shapes: dict[tuple[str, int, int | None], tuple[int, float, SpeedModel, int, int]] = {}
+    targets: dict[str, float] = {}
     jobs = []
     for i in range(n):
-        model, count, duration, batch = models[i], gpus[i], durations[i], batches[i]
-        if not batch:
-            key = (model, count)
-            batch = sizes.get(key)
-            if batch is None:
-                batch = sizes[key] = factory._batch(model, count)
+        model, count, duration, given = models[i], gpus[i], durations[i], batches[i]
+        key = (model, count, given)
+        shape = shapes.get(key)
+        if shape is None:
+            batch = given or factory._batch(model, count)
+            low, high = factory.options.gpu_range(count)
+            rate = factory._rate(model, batch, count) if duration is not None else 0.0
+            shape = shapes[key] = (batch, rate, factory._speed(model, batch), low, high)
+        batch, rate, speed, low, high = shape
         if duration is None:
             total = zoo.iterations_to_complete(model, batch)
         else:
-            total = duration * factory._rate(model, batch, count)
-        curve, target = factory._curve(model, total)
-        span = ranges.get(count)
-        if span is None:
-            span = ranges[count] = factory.options.gpu_range(count)
-        jobs.append(
-            JobSpec(
-                job_id=i,
-                name=names[i] or f"{model}-{i}",
-                submit_time_s=submits[i],
-                model=model,
-                num_gpus=count,
-                min_gpus=span[0],
-                max_gpus=span[1],
-                kind=kind,  # type: ignore[arg-type]
-                batch_size=batch,
-                total_iterations=total,
-                speed=factory._speed(model, batch),
-                loss_curve=curve,
-                target_loss=target,
-                user=users[i],
-                recorded_duration_s=duration,
-            )
-        )
+            total = duration * rate
+        # Not cached per (model, total) as factory._curve does: a million distinct
+        # totals would keep a million entries; the curve is cheap and the same.
+        curve, target = zoo.loss_curve_for(model, total)
+        target = targets.setdefault(model, target)  # one float per model, same value
+        name = names[i] or f"{model}-{i}"
+        spec = (i, name, submits[i], model, count, low, high, kind, batch, total, speed)
+        jobs.append(JobSpec(*spec, curve, target, users[i], duration))  # type: ignore[arg-type]
     return tuple(jobs)

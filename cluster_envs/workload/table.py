@@ -125,7 +125,6 @@ class Table:
             value = self.text(name)[row]
             raise self.fail(row, f"{lead}column {name!r} = {value}, must be {expected}")
 
-
     def _slow(self) -> None:
         """In a fast table: give up, the line-by-line reader must report this."""
         if self.fast:
