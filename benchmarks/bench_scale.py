@@ -68,8 +68,11 @@ def generate_canonical(path: Path, num_jobs: int, seed: int = 0, load: float = 0
 
 
 def _pin_one_core() -> None:
+    """Pin to core ``$BENCH_CORE`` (default: the lowest allowed)."""
     if hasattr(os, "sched_setaffinity"):
-        os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})
+        allowed = os.sched_getaffinity(0)
+        core = int(os.environ.get("BENCH_CORE", min(allowed)))
+        os.sched_setaffinity(0, {core if core in allowed else min(allowed)})
 
 
 def child(mode: str, path: str) -> dict[str, float]:

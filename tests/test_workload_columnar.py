@@ -121,3 +121,21 @@ def test_spaces_are_stripped_like_the_line_reader(tmp_path) -> None:
     expected = _line_by_line("canonical", path, formats._canonical, {})
     _same(load_workload(path).jobs, expected)
     assert [j.name for j in expected] == ["a", "b"]
+
+
+@pytest.mark.parametrize("pad", ["", " "])
+def test_numbers_are_bitwise_those_of_the_line_reader(tmp_path, pad) -> None:
+    rng = np.random.default_rng(11)
+    values = rng.lognormal(5, 4, size=300)
+    texts = [repr(float(v)) for v in values] + ["1e3", "3.", ".5", "0.1", "1.000000000000000111", "7"]
+    lines = ["job_id,submit_time_s,num_gpus,duration_s"]
+    lines += [f"j{i},{pad}{t}{pad},1,{t}" for i, t in enumerate(texts)]
+    path = tmp_path / "numbers.csv"
+    path.write_text("\n".join(lines) + "\n")
+    fast = read_csv_columns(path, NUMERIC["canonical"])
+    slow = read_csv_table(path)
+    assert fast is not None and fast.parsed is not None
+    for name in ("submit_time_s", "duration_s"):
+        assert fast.parsed[name].tobytes() == slow.numbers(name).tobytes()
+    assert fast.text("job_id").tolist() == slow.text("job_id").tolist()
+    assert fast.lines.tolist() == slow.lines.tolist()

@@ -84,14 +84,15 @@ def read_csv_columns(path: str | os.PathLike[str], numeric: Iterable[str]) -> Ta
         del data
         for chunk in reader:
             for name in header:
-                raw = chunk[name].to_numpy(dtype=object)
+                column = chunk[name]
                 if strip:
-                    raw = np.asarray([value.strip() for value in raw.tolist()], dtype=object)
-                if name in wanted:
-                    values = pd.to_numeric(pd.Series(raw), errors="coerce")
+                    raw = [value.strip() for value in column.to_numpy(dtype=object).tolist()]
+                    column = pd.Series(np.asarray(raw, dtype=object))
+                if name in wanted:  # the same str-dtype Series the line reader converts
+                    values = pd.to_numeric(column, errors="coerce")
                     parts[name].append(values.to_numpy(dtype=np.float64))
                 else:
-                    parts[name].append(raw)
+                    parts[name].append(column.to_numpy(dtype=object))
     except (ValueError, pd.errors.ParserError):
         return None
     columns = {name: np.concatenate(arrays) for name, arrays in parts.items()}

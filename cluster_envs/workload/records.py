@@ -146,13 +146,11 @@ def _models(factory: JobFactory, records: Records) -> list[str]:
         drawn = np.full(len(gpu_time), "imagenet", dtype=object)
         drawn[gpu_time < zoo.GPU_TIME_LARGE_S] = "yolov3"
         small = gpu_time < zoo.GPU_TIME_SMALL_S
-        medium = (gpu_time < zoo.GPU_TIME_MEDIUM_S) & ~small
-        two_way = small | medium
+        two_way = gpu_time < zoo.GPU_TIME_MEDIUM_S
         # One draw per two-way record, in record order: the stream of the per-row calls.
         coins = factory._model_rng.integers(2, size=int(two_way.sum()))
-        picks = np.where(small[two_way], np.where(coins == 0, "cifar10", "ncf"), "")
-        picks = np.where(medium[two_way], np.where(coins == 0, "deepspeech2", "bert"), picks)
-        drawn[two_way] = picks.astype(object)
+        choices = np.asarray(("cifar10", "ncf", "deepspeech2", "bert"), dtype=object)
+        drawn[two_way] = choices[np.where(small[two_way], coins, 2 + coins)]  # shared strs
         models[missing] = drawn
     unknown = ~np.isin(models, np.asarray(zoo.ZOO_MODELS, dtype=object))
     if unknown.any():
