@@ -127,7 +127,14 @@ def test_spaces_are_stripped_like_the_line_reader(tmp_path) -> None:
 def test_numbers_are_bitwise_those_of_the_line_reader(tmp_path, pad) -> None:
     rng = np.random.default_rng(11)
     values = rng.lognormal(5, 4, size=300)
-    texts = [repr(float(v)) for v in values] + ["1e3", "3.", ".5", "0.1", "1.000000000000000111", "7"]
+    texts = [repr(float(v)) for v in values] + [
+        "1e3",
+        "3.",
+        ".5",
+        "0.1",
+        "1.000000000000000111",
+        "7",
+    ]
     lines = ["job_id,submit_time_s,num_gpus,duration_s"]
     lines += [f"j{i},{pad}{t}{pad},1,{t}" for i, t in enumerate(texts)]
     path = tmp_path / "numbers.csv"
