@@ -73,7 +73,7 @@ def read_csv_columns(path: str | os.PathLike[str], numeric: Iterable[str]) -> Ta
             io.BytesIO(data),
             names=header,
             header=0,
-            dtype=str,
+            dtype={name: str if name in wanted else object for name in header},
             na_filter=False,
             keep_default_na=False,
             skip_blank_lines=True,
