@@ -34,10 +34,10 @@ class EventQueue:
         times = np.asarray(submit_s, dtype=np.float64)
         self.submit_s = times
         order = np.argsort(times, kind="stable")  # ties by job id
-        self._arrival_s: list[float] = times[order].tolist()
-        self._arrival_job: list[int] = order.tolist()
+        self._arrival_s = times[order]  # 8 bytes a job; read one by one as floats
+        self._arrival_job = order
         self._next = 0  # cursor into the arrivals
-        self._next_arrival_s = self._arrival_s[0] if self._arrival_s else math.inf
+        self._next_arrival_s = float(self._arrival_s[0]) if len(order) else math.inf
         self.heap: list[Event] = []
         self.version = [0] * len(times)
 
@@ -65,13 +65,15 @@ class EventQueue:
 
     def pop_until(self, t_end: float) -> Event | None:
         """Remove and return the next valid event at or before ``t_end`` (else ``None``)."""
-        self._drop_stale()
-        heap, arrival_s = self.heap, self._next_arrival_s
+        heap, arrival_s, version = self.heap, self._next_arrival_s, self.version
+        while heap and heap[0][3] != version[heap[0][2]]:
+            heapq.heappop(heap)  # stale
         if heap and heap[0][0] <= arrival_s:  # a heap event's kind < EV_ARRIVAL: it is first
             return heapq.heappop(heap) if heap[0][0] <= t_end else None
         if arrival_s > t_end:
             return None
         k = self._next
         self._next = k + 1
-        self._next_arrival_s = self._arrival_s[k + 1] if k + 1 < len(self._arrival_s) else math.inf
-        return (arrival_s, EV_ARRIVAL, self._arrival_job[k], 0)
+        more = k + 1 < len(self._arrival_s)
+        self._next_arrival_s = float(self._arrival_s[k + 1]) if more else math.inf
+        return (arrival_s, EV_ARRIVAL, int(self._arrival_job[k]), 0)

@@ -54,32 +54,20 @@ class EpisodeRecord(SimObserver):
         self.queued = array("q")
         self.running = array("q")
         self.busy = array("q")
-        self._segment_job = array("q")
-        self._segment_start = array("d")
-        self._segment_end = array("d")
-        self._segment_placement: list[Placement] = []
-
-    @property
-    def segments(self) -> list[tuple[int, float, float, Placement]]:
-        """``(job_id, start_s, end_s, placement)`` of every finished holding of GPUs."""
-        return list(
-            zip(
-                self._segment_job.tolist(),
-                self._segment_start.tolist(),
-                self._segment_end.tolist(),
-                self._segment_placement,
-                strict=True,
-            )
-        )
+        #: (job_id, start_s, end_s, placement) of every finished holding of GPUs (tuples:
+        #: results hand them on, so building them once here is the cheapest).
+        self.segments: list[tuple[int, float, float, Placement]] = []
 
     def on_advance(self, sim: Simulator, t0: float, t1: float) -> None:
         """The state held from ``t0`` to ``t1``: add its busy GPU-seconds, log it."""
-        busy = sim.inventory.num_gpus - sim.inventory.num_free
+        inventory = sim.inventory
+        busy = inventory.num_gpus - inventory.num_free
+        queued, running = len(sim.queue), len(sim.active)
         self.busy_gpu_s += busy * (t1 - t0)
-        self.queued_job_s += len(sim.queue) * (t1 - t0)
-        self.system_job_s += (len(sim.queue) + len(sim.active)) * (t1 - t0)
+        self.queued_job_s += queued * (t1 - t0)
+        self.system_job_s += (queued + running) * (t1 - t0)
         if self.keep_timeline:
-            self.sample(sim, t0)
+            self._log(t0, queued, running, busy)
 
     def on_decision(self, sim: Simulator, num_changed: int) -> None:
         """A decision changed the state: log the new state at ``now_s``."""
@@ -90,10 +78,7 @@ class EpisodeRecord(SimObserver):
     ) -> None:
         """Keep the finished holding as a timeline segment (when the timeline is on)."""
         if self.keep_timeline:
-            self._segment_job.append(job_id)
-            self._segment_start.append(start_s)
-            self._segment_end.append(end_s)
-            self._segment_placement.append(placement)
+            self.segments.append((job_id, start_s, end_s, placement))
 
     def sample(self, sim: Simulator, time_s: float | None = None) -> None:
         """Log the current state at ``time_s`` (default: now), replacing a same-time row."""
@@ -101,14 +86,17 @@ class EpisodeRecord(SimObserver):
             return
         t = sim.now_s if time_s is None else time_s
         busy = sim.inventory.num_gpus - sim.inventory.num_free
-        row = (len(sim.queue), len(sim.active), busy)
-        if self.times and self.times[-1] == t:
-            self.queued[-1], self.running[-1], self.busy[-1] = row
+        self._log(t, len(sim.queue), len(sim.active), busy)
+
+    def _log(self, t: float, queued: int, running: int, busy: int) -> None:
+        times = self.times
+        if times and times[-1] == t:
+            self.queued[-1], self.running[-1], self.busy[-1] = queued, running, busy
             return
-        self.times.append(t)
-        self.queued.append(row[0])
-        self.running.append(row[1])
-        self.busy.append(row[2])
+        times.append(t)
+        self.queued.append(queued)
+        self.running.append(running)
+        self.busy.append(busy)
 
     def timeline(self) -> dict[str, np.ndarray]:
         """The timeline as arrays keyed ``time_s, num_queued, num_running, busy_gpus``."""
