@@ -132,6 +132,8 @@ def _markdown(results: dict) -> str:
         "",
     ]
     for label, entry in results.items():
+        if label.startswith("_"):
+            continue
         lines += [f"## {label}", "", f"Command: `{entry['command']}`", ""]
         if entry.get("note"):
             lines += [entry["note"], ""]
@@ -154,6 +156,8 @@ def _markdown(results: dict) -> str:
                 f"{cell(rep, 'peak_rss_mib', '.0f')} | {cell(rep, 'avg_queue_length', '.1f')} |"
             )
         lines.append("")
+    if "_findings" in results:  # hand-written reading of the figures, kept in the json
+        lines += ["## Findings", "", *results["_findings"], ""]
     return "\n".join(lines)
 
 
