@@ -18,7 +18,8 @@ directory (never committed). Then, each in a fresh child process pinned to one c
         --label after [--code /tmp/before --label before]
 
 Merges its rows into ``benchmarks/results/scale.json`` (keyed by label) and rewrites
-``benchmarks/results/scale.md``.
+``benchmarks/results/scale.md``. ``--profile N`` writes a cProfile of loading and
+replaying N jobs to ``benchmarks/results/scale_profile_<N/1000>k.txt`` instead.
 """
 
 from __future__ import annotations
@@ -161,6 +162,36 @@ def _markdown(results: dict) -> str:
     return "\n".join(lines)
 
 
+def profile(num_jobs: int) -> None:
+    """cProfile of load and FIFO replay of ``num_jobs`` (top entries by own time)."""
+    import cProfile
+    import io
+    import pstats
+
+    from cluster_envs.runner import run_episode
+    from cluster_envs.workload import load_workload
+
+    out = io.StringIO()
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "canonical.csv"
+        generate_canonical(path, num_jobs)
+        for label, call in (
+            ("load_workload", lambda: load_workload(path, format="canonical")),
+            ("run_episode fifo philly", None),
+        ):
+            prof = cProfile.Profile()
+            if call is not None:
+                workload = prof.runcall(call)
+            else:
+                prof.runcall(run_episode, workload, "fifo", "philly")
+            out.write(f"## {label}\n")
+            pstats.Stats(prof, stream=out).sort_stats("tottime").print_stats(20)
+    text = out.getvalue().replace(str(ROOT) + "/", "")
+    (RESULTS / f"scale_profile_{num_jobs // 1000}k.txt").write_text(
+        f"# python benchmarks/bench_scale.py --profile {num_jobs}\n{text}"
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default="10000,100000,1000000")
@@ -168,10 +199,15 @@ def main() -> None:
     parser.add_argument("--label", default="after")
     parser.add_argument("--code", default=None, help="checkout whose cluster_envs to run")
     parser.add_argument("--note", default="")
+    parser.add_argument("--profile", type=int, help="cProfile N jobs instead")
     parser.add_argument("--child", nargs=2, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
         print(json.dumps(child(*args.child)))
+        return
+    if args.profile:
+        _pin_one_core()
+        profile(args.profile)
         return
     sizes = [int(s) for s in args.sizes.split(",")]
     replay_sizes = {int(s) for s in (args.replay_sizes or args.sizes).split(",") if s}
