@@ -12,6 +12,7 @@ takes that very path.
 
 from __future__ import annotations
 
+import gc
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Protocol
@@ -163,6 +164,18 @@ def make_jobs(factory: JobFactory, records: Records) -> tuple[JobSpec, ...]:
     """``factory.make_all(records.rows())``, vectorised where that gives the same jobs."""
     if not _vectorisable(factory, records):
         return factory.make_all(records.rows())
+    # A million new objects without cycles: the cyclic collector would only re-scan
+    # them (about a fifth of the load time at 1M jobs); refcounting still frees garbage.
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        return _make_jobs(factory, records)
+    finally:
+        if collecting:
+            gc.enable()
+
+
+def _make_jobs(factory: JobFactory, records: Records) -> tuple[JobSpec, ...]:
     models = _models(factory, records)
     n = len(records)
     names = records.name.tolist()
