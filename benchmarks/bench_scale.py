@@ -199,6 +199,7 @@ def main() -> None:
     parser.add_argument("--label", default="after")
     parser.add_argument("--code", default=None, help="checkout whose cluster_envs to run")
     parser.add_argument("--note", default="")
+    parser.add_argument("--load", type=float, default=0.7, help="offered load of the trace")
     parser.add_argument("--profile", type=int, help="cProfile N jobs instead")
     parser.add_argument("--child", nargs=2, help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -215,7 +216,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         for n in sizes:
             path = Path(tmp) / f"canonical_{n}.csv"
-            generate_canonical(path, n)
+            generate_canonical(path, n, load=args.load)
             rows[str(n)] = {"load": _run_child("load", path, args.code)}
             if n in replay_sizes:
                 rows[str(n)]["replay"] = _run_child("replay", path, args.code)
