@@ -211,7 +211,8 @@ def main() -> None:
         profile(args.profile)
         return
     sizes = [int(s) for s in args.sizes.split(",")]
-    replay_sizes = {int(s) for s in (args.replay_sizes or args.sizes).split(",") if s}
+    wanted = args.sizes if args.replay_sizes is None else args.replay_sizes
+    replay_sizes = {int(s) for s in wanted.split(",") if s}
     rows: dict[str, dict] = {}
     with tempfile.TemporaryDirectory() as tmp:
         for n in sizes:
