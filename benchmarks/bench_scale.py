@@ -29,6 +29,7 @@ import json
 import os
 import platform
 import resource
+import shlex
 import subprocess
 import sys
 import tempfile
@@ -225,7 +226,7 @@ def main() -> None:
     file = RESULTS / "scale.json"
     results = json.loads(file.read_text()) if file.exists() else {}
     results[args.label] = {
-        "command": "python " + " ".join(["benchmarks/bench_scale.py", *sys.argv[1:]]),
+        "command": "python " + shlex.join(["benchmarks/bench_scale.py", *sys.argv[1:]]),
         "note": args.note,
         "machine": {"python": platform.python_version(), "cpus": os.cpu_count()},
         "rows": rows,
