@@ -64,12 +64,16 @@ def decide_until_settled(sim: Simulator, policy: SchedulingPolicy) -> bool:
 
     A policy may return all its actions at once or one at a time (as an RL agent or a
     random policy does through an env); both give the same trajectory. A decision that
-    changes nothing (empty, or re-stating current placements) ends the instant. Returns
-    whether anything changed.
+    changes nothing (empty, or re-stating current placements) ends the instant; so does
+    one that changed something if the policy's ``settles_in_one_decision`` is true (it
+    knows its next decision here would be empty). Returns whether anything changed.
     """
+    at_once = bool(getattr(policy, "settles_in_one_decision", False))
     for count in range(MAX_DECISIONS_PER_INSTANT):
         if not sim.apply(policy.decide(sim.view())):
             return count > 0
+        if at_once:
+            return True
     raise SimulationStalledError(
         f"policy {policy.name!r} made {MAX_DECISIONS_PER_INSTANT} decisions at "
         f"t={sim.now_s:.1f}s without settling"

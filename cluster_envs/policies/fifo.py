@@ -23,6 +23,20 @@ class FifoScheduler:
         self.strict = strict
         self.name = "fifo" if strict else "fifo-skip"
 
+    @property
+    def settles_in_one_decision(self) -> bool:
+        """True when a second ``decide`` at the same instant is sure to be empty.
+
+        Strict FIFO with the (deterministic) consolidated placement stops at a job that
+        does not fit the GPUs left after its own actions, which are the GPUs the second
+        call would see: the runner may skip that call (same trajectory, half the views).
+        """
+        return (
+            self.strict
+            and type(self.placement) is ConsolidatedPlacement
+            and type(self).decide is FifoScheduler.decide
+        )
+
     def reset(self, seed: int | None = None) -> None:
         """FIFO keeps no state."""
 
@@ -30,11 +44,12 @@ class FifoScheduler:
         if not view.queued_ids or not view.free_gpus.any():
             return NO_DECISION
         free = view.free_gpus.copy()
+        left = int(free.sum())  # free GPUs, kept as an int (no array reduction per job)
         actions = []
         for job_id in view.queued_ids:
             job = view.job(job_id)
             placement = None
-            if job.num_gpus <= free.sum():
+            if job.num_gpus <= left:
                 placement = self.placement.place(view, job, job.num_gpus, free)
             if placement is None:
                 if self.strict:
@@ -42,7 +57,8 @@ class FifoScheduler:
                 continue
             for node, gpus in placement:
                 free[node] -= gpus
+                left -= gpus
             actions.append(Allocate(job_id, placement))
-            if not free.any():
+            if not left:
                 break
         return Decision(tuple(actions))

@@ -6,6 +6,7 @@ completion re-keyed, only when its rate changes)."""
 
 from __future__ import annotations
 
+import bisect
 import math
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
@@ -79,10 +80,12 @@ class Simulator(SimulatorState):
         self._num_arrived = 0
         self._num_events = 0
         self._state_version = 0
-        self._events = EventQueue(((job.submit_time_s, job.job_id) for job in self._jobs), n)
+        self._events = EventQueue(np.fromiter((j.submit_time_s for j in self._jobs), float, n))
         self._contention = Contention(
             self._inventory.num_nodes, self._config.link_contention, self._config.node_interference
         )
+        self._rank: np.ndarray | None = None  # queue order of each job, on first preemption
+        self._rank_of: Callable[[int], int] = int
         self._make_views()
         self._rates = RateModel(self._inventory, self._contention)
         self._observers: list[object] = []
@@ -244,11 +247,21 @@ class Simulator(SimulatorState):
         del self._active[j]
         self._state[j] = JobState.QUEUED
         self._num_restarts[j] += 1
-        # Re-insert in submission order, in place (the read-only proxy shows this dict).
-        self._queue[j] = None
-        order = sorted(self._queue, key=lambda k: (self._jobs[k].submit_time_s, k))
+        # Re-insert in submission order, in place (the read-only proxy shows this dict):
+        # a binary search on the (submit time, id) rank, then one C-level rebuild.
+        if self._rank is None:
+            order = np.argsort(self._events.submit_s, kind="stable")
+            self._rank = np.empty(len(order), dtype=np.int64)
+            self._rank[order] = np.arange(len(order))
+            self._rank_of = self._rank.tolist().__getitem__
+        ids = list(self._queue)
+        pos = bisect.bisect(ids, self._rank_of(j), key=self._rank_of)
+        if pos == len(ids):
+            self._queue[j] = None
+            return
+        ids.insert(pos, j)
         self._queue.clear()
-        self._queue.update(dict.fromkeys(order))
+        self._queue.update(dict.fromkeys(ids))
 
     def apply(self, decision: Decision) -> int:
         """Validate the whole decision (or raise InfeasibleDecisionError and change

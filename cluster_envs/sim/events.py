@@ -1,17 +1,22 @@
-"""The simulator's event heap, with stale entries skipped by per-job versions.
+"""The simulator's events: arrivals in a sorted array, the rest in a heap with versions.
 
 Events are ``(time_s, kind, job_id, version)`` ordered as tuples: at one instant
 completions come first (their GPUs are free for the next decision), then ends of
 rescales, then arrivals, each kind by job id -- a deterministic tie-break. A job's
 completion or rescale event is valid only while its version is the job's current one:
 changing a job's rate bumps its version, so re-keying is a push, never a heap search.
+
+Arrivals are known up front: they sit in arrays sorted by ``(time_s, job_id)`` behind a
+cursor and never enter the heap, which so holds only the events of started jobs. Popping
+costs ``O(log running)`` whatever the number of jobs pending or queued.
 """
 
 from __future__ import annotations
 
 import heapq
 import math
-from collections.abc import Iterable
+
+import numpy as np
 
 EV_COMPLETE, EV_RESCALED, EV_ARRIVAL = 0, 1, 2
 
@@ -22,14 +27,19 @@ class EventQueue:
     """Pending events of one simulation (owned by the simulator).
 
     Args:
-        arrivals: ``(submit_time_s, job_id)`` of every job.
-        num_jobs: Jobs in the workload (size of the version table).
+        submit_s: Submit time of job ``j`` at ``submit_s[j]``, for every job.
     """
 
-    def __init__(self, arrivals: Iterable[tuple[float, int]], num_jobs: int) -> None:
-        self.heap: list[Event] = [(t, EV_ARRIVAL, j, 0) for t, j in arrivals]
-        heapq.heapify(self.heap)
-        self.version = [0] * num_jobs
+    def __init__(self, submit_s: np.ndarray) -> None:
+        times = np.asarray(submit_s, dtype=np.float64)
+        self.submit_s = times
+        order = np.argsort(times, kind="stable")  # ties by job id
+        self._arrival_s = times[order]  # 8 bytes a job; read one by one as floats
+        self._arrival_job = order
+        self._next = 0  # cursor into the arrivals
+        self._next_arrival_s = float(self._arrival_s[0]) if len(order) else math.inf
+        self.heap: list[Event] = []
+        self.version = [0] * len(times)
 
     def invalidate(self, j: int) -> int:
         """Make job ``j``'s pending completion/rescale events stale; its new version."""
@@ -40,21 +50,30 @@ class EventQueue:
         """Schedule an event of job ``j`` at its current version."""
         heapq.heappush(self.heap, (time_s, kind, j, self.version[j]))
 
+    def _drop_stale(self) -> None:
+        heap, version = self.heap, self.version
+        while heap and heap[0][3] != version[heap[0][2]]:
+            heapq.heappop(heap)
+
     def next_time(self) -> float:
         """Time of the next valid event (``inf`` when none is left); drops stale ones."""
-        heap, version = self.heap, self.version
-        while heap:
-            t, kind, j, v = heap[0]
-            if kind == EV_ARRIVAL or v == version[j]:
-                return t
-            heapq.heappop(heap)
-        return math.inf
+        self._drop_stale()
+        heap = self.heap
+        if heap and heap[0][0] <= self._next_arrival_s:
+            return heap[0][0]
+        return self._next_arrival_s
 
     def pop_until(self, t_end: float) -> Event | None:
         """Remove and return the next valid event at or before ``t_end`` (else ``None``)."""
-        heap, version = self.heap, self.version
-        while heap and heap[0][0] <= t_end:
-            event = heapq.heappop(heap)
-            if event[1] == EV_ARRIVAL or event[3] == version[event[2]]:
-                return event
-        return None
+        heap, arrival_s, version = self.heap, self._next_arrival_s, self.version
+        while heap and heap[0][3] != version[heap[0][2]]:
+            heapq.heappop(heap)  # stale
+        if heap and heap[0][0] <= arrival_s:  # a heap event's kind < EV_ARRIVAL: it is first
+            return heapq.heappop(heap) if heap[0][0] <= t_end else None
+        if arrival_s > t_end:
+            return None
+        k = self._next
+        self._next = k + 1
+        more = k + 1 < len(self._arrival_s)
+        self._next_arrival_s = float(self._arrival_s[k + 1]) if more else math.inf
+        return (arrival_s, EV_ARRIVAL, int(self._arrival_job[k]), 0)

@@ -13,17 +13,19 @@ that starves long jobs. ``lower_bound_avg_jct_s`` is always finite.
 from __future__ import annotations
 
 import math
+from array import array
 from typing import TYPE_CHECKING
 
 import numpy as np
 
 from cluster_envs.perf.speed import packed_shape
 from cluster_envs.sim.observers import SimObserver
+from cluster_envs.types import Placement
 
 if TYPE_CHECKING:
     from cluster_envs.config import ClusterConfig
     from cluster_envs.sim.engine import Simulator
-    from cluster_envs.types import JobSpec, Placement
+    from cluster_envs.types import JobSpec
 
 #: Bounded slowdown treats runs shorter than this as this long (Feitelson's tau).
 BOUNDED_SLOWDOWN_TAU_S = 10.0
@@ -47,21 +49,25 @@ class EpisodeRecord(SimObserver):
         self.busy_gpu_s = 0.0
         self.queued_job_s = 0.0
         self.system_job_s = 0.0
-        self.times: list[float] = []
-        self.queued: list[int] = []
-        self.running: list[int] = []
-        self.busy: list[int] = []
-        #: (job_id, start_s, end_s, placement) of every finished holding of GPUs.
-        self.segments: list[tuple[int, float, float, tuple[tuple[int, int], ...]]] = []
+        # Compact columns (8 bytes a row, no per-row objects): 1M jobs log 2M rows.
+        self.times = array("d")
+        self.queued = array("q")
+        self.running = array("q")
+        self.busy = array("q")
+        #: (job_id, start_s, end_s, placement) of every finished holding of GPUs (tuples:
+        #: results hand them on, so building them once here is the cheapest).
+        self.segments: list[tuple[int, float, float, Placement]] = []
 
     def on_advance(self, sim: Simulator, t0: float, t1: float) -> None:
         """The state held from ``t0`` to ``t1``: add its busy GPU-seconds, log it."""
-        busy = sim.inventory.num_gpus - sim.inventory.num_free
+        inventory = sim.inventory
+        busy = inventory.num_gpus - inventory.num_free
+        queued, running = len(sim.queue), len(sim.active)
         self.busy_gpu_s += busy * (t1 - t0)
-        self.queued_job_s += len(sim.queue) * (t1 - t0)
-        self.system_job_s += (len(sim.queue) + len(sim.active)) * (t1 - t0)
+        self.queued_job_s += queued * (t1 - t0)
+        self.system_job_s += (queued + running) * (t1 - t0)
         if self.keep_timeline:
-            self.sample(sim, t0)
+            self._log(t0, queued, running, busy)
 
     def on_decision(self, sim: Simulator, num_changed: int) -> None:
         """A decision changed the state: log the new state at ``now_s``."""
@@ -80,23 +86,28 @@ class EpisodeRecord(SimObserver):
             return
         t = sim.now_s if time_s is None else time_s
         busy = sim.inventory.num_gpus - sim.inventory.num_free
-        row = (len(sim.queue), len(sim.active), busy)
-        if self.times and self.times[-1] == t:
-            self.queued[-1], self.running[-1], self.busy[-1] = row
+        self._log(t, len(sim.queue), len(sim.active), busy)
+
+    def _log(self, t: float, queued: int, running: int, busy: int) -> None:
+        times = self.times
+        if times and times[-1] == t:
+            self.queued[-1], self.running[-1], self.busy[-1] = queued, running, busy
             return
-        self.times.append(t)
-        self.queued.append(row[0])
-        self.running.append(row[1])
-        self.busy.append(row[2])
+        times.append(t)
+        self.queued.append(queued)
+        self.running.append(running)
+        self.busy.append(busy)
 
     def timeline(self) -> dict[str, np.ndarray]:
         """The timeline as arrays keyed ``time_s, num_queued, num_running, busy_gpus``."""
-        return {
-            "time_s": np.asarray(self.times),
-            "num_queued": np.asarray(self.queued),
-            "num_running": np.asarray(self.running),
-            "busy_gpus": np.asarray(self.busy),
+        columns: dict[str, array] = {
+            "time_s": self.times,
+            "num_queued": self.queued,
+            "num_running": self.running,
+            "busy_gpus": self.busy,
         }
+        # An empty column is float64, as np.asarray([]) gives.
+        return {k: np.array(v) if len(v) else np.asarray([]) for k, v in columns.items()}
 
 
 def best_isolated_runtime_s(job: JobSpec, cluster: ClusterConfig, network_speed: float) -> float:

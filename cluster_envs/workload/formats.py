@@ -1,8 +1,11 @@
-"""Parsers of the supported trace formats into :class:`TraceRecord` lists.
+"""Parsers of the supported trace formats into columnar :class:`Records`.
 
 Each parser reads the whole file, validates every column with vectorised checks
 (``TraceFormatError`` with ``file:line: reason`` on the first bad value) and only then
-creates records. Records come back in file order; the loader sorts them.
+creates records. Records come back in file order; the loader sorts them. CSV formats go
+through the chunked columnar reader (:mod:`cluster_envs.workload.columnar`) first; any
+file or check it declines is parsed again line by line, and that reader's error is the
+one raised.
 
 Formats:
 
@@ -20,6 +23,7 @@ Formats:
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 
 import numpy as np
 import pandas as pd
@@ -27,8 +31,10 @@ import pandas as pd
 from cluster_envs.config import suggest
 from cluster_envs.errors import ConfigError, TraceFormatError
 from cluster_envs.perf import zoo
-from cluster_envs.workload.jobs import HPC_MODEL, TraceRecord
-from cluster_envs.workload.table import Table, read_csv_table, read_whitespace_table
+from cluster_envs.workload.columnar import read_csv_columns
+from cluster_envs.workload.jobs import HPC_MODEL
+from cluster_envs.workload.records import Records
+from cluster_envs.workload.table import Retry, Table, read_csv_table, read_whitespace_table
 
 CANONICAL_COLUMNS = ("job_id", "submit_time_s", "num_gpus", "duration_s")
 PHILLY_COLUMNS = ("timestamp", "duration", "num_gpus")
@@ -106,15 +112,32 @@ def _check_models(table: Table, column: str, allowed: tuple[str, ...]) -> None:
         )
 
 
-def _optional(values: np.ndarray | None, row: int) -> str | None:
-    if values is None or values[row] == "":
-        return None
-    return str(values[row])
+def _optional(values: np.ndarray) -> np.ndarray:
+    """Text column with ``None`` where a field is empty."""
+    out = values.copy()
+    out[values == ""] = None
+    return out
 
 
-def parse_canonical(path: str | os.PathLike[str]) -> list[TraceRecord]:
+def _columnar(
+    path: str | os.PathLike[str], numeric: tuple[str, ...], body: Callable[[Table], Records]
+) -> Records:
+    """``body`` of the fast columnar table, or of the line-by-line one if that declines."""
+    table = read_csv_columns(path, numeric)
+    if table is not None:
+        try:
+            return body(table)
+        except Retry:
+            pass  # the line-by-line reader reports the problem, file:line and all
+    return body(read_csv_table(path))
+
+
+def parse_canonical(path: str | os.PathLike[str]) -> Records:
     """Records of a canonical job CSV (see the module docstring)."""
-    table = read_csv_table(path)
+    return _columnar(path, ("submit_time_s", "num_gpus", "duration_s"), _canonical)
+
+
+def _canonical(table: Table) -> Records:
     table.require(CANONICAL_COLUMNS)
     submit = _submit_times(table, "submit_time_s")
     gpus = _gpu_counts(table, "num_gpus")
@@ -124,29 +147,28 @@ def parse_canonical(path: str | os.PathLike[str]) -> list[TraceRecord]:
         _check_models(table, "model", zoo.ZOO_MODELS + (HPC_MODEL,))
     users = table.text("user") if "user" in table.columns else None
     names = table.check_ids("job_id")
-    return [
-        TraceRecord(
-            name=str(names[i]),
-            submit_time_s=float(submit[i]),
-            num_gpus=int(gpus[i]),
-            duration_s=float(durations[i]),
-            model=_optional(models, i),
-            user=_optional(users, i),
-        )
-        for i in range(len(table))
-    ]
+    return Records(
+        names,
+        submit,
+        gpus,
+        durations,
+        None if models is None else _optional(models),
+        user=None if users is None else _optional(users),
+    )
 
 
-def parse_philly(
-    path: str | os.PathLike[str], cluster_filter: str | None = None
-) -> list[TraceRecord]:
+def parse_philly(path: str | os.PathLike[str], cluster_filter: str | None = None) -> Records:
     """Records of a Philly CSV, optionally of one virtual cluster only.
 
     Raises:
         TraceFormatError: Bad file.
         ConfigError: ``cluster_filter`` names no cluster of the file.
     """
-    table = read_csv_table(path)
+    numeric = ("duration", "num_gpus", "gpu_time")
+    return _columnar(path, numeric, lambda table: _philly(table, cluster_filter))
+
+
+def _philly(table: Table, cluster_filter: str | None) -> Records:
     table.require(PHILLY_COLUMNS)
     if cluster_filter is not None:
         table.require(("cluster",), why=" (needed by cluster_filter)")
@@ -175,21 +197,17 @@ def parse_philly(
     rows = np.flatnonzero(keep)
     seconds = stamps.to_numpy(dtype="datetime64[ns]")[rows].astype(np.int64) / 1e9
     seconds -= seconds.min()
-    prefix = clusters if clusters is not None else np.full(len(table), "philly", dtype=object)
-    return [
-        TraceRecord(
-            name=f"{prefix[row]}:{table.lines[row]}",
-            submit_time_s=float(seconds[k]),
-            num_gpus=int(gpus[row]),
-            duration_s=float(durations[row]),
-        )
-        for k, row in enumerate(rows.tolist())
-    ]
+    prefix = clusters[rows].tolist() if clusters is not None else ["philly"] * len(rows)
+    names = [f"{p}:{line}" for p, line in zip(prefix, table.lines[rows].tolist(), strict=True)]
+    return Records(np.asarray(names, dtype=object), seconds, gpus[rows], durations[rows])
 
 
-def parse_pollux(path: str | os.PathLike[str]) -> list[TraceRecord]:
+def parse_pollux(path: str | os.PathLike[str]) -> Records:
     """Records of a Pollux workload CSV (work = the model's full run at its batch size)."""
-    table = read_csv_table(path)
+    return _columnar(path, ("time", "num_replicas", "batch_size"), _pollux)
+
+
+def _pollux(table: Table) -> Records:
     table.require(POLLUX_COLUMNS)
     submit = _submit_times(table, "time")
     gpus = _gpu_counts(table, "num_replicas")
@@ -204,29 +222,19 @@ def parse_pollux(path: str | os.PathLike[str]) -> list[TraceRecord]:
     _check_models(table, "application", zoo.ZOO_MODELS)
     apps = table.text("application")
     table.check(apps != "", "application", "a model name", problem="missing model")
-    checked: set[tuple[str, int]] = set()
-    for row in range(len(table)):  # few distinct pairs: validate them against the zoo now
-        pair = (str(apps[row]), int(batches[row]))
-        if pair not in checked:
-            try:
-                zoo.iterations_to_complete(*pair)
-            except (ValueError, KeyError) as err:
-                raise table.fail(row, f"{pair[0]} at batch_size {pair[1]}: {err}") from None
-            checked.add(pair)
+    pairs = pd.DataFrame({"app": apps, "batch": batches}).drop_duplicates()
+    for row, app, batch in zip(  # few distinct pairs, first rows first: check with the zoo
+        pairs.index.tolist(), pairs["app"].tolist(), pairs["batch"].tolist(), strict=True
+    ):
+        try:
+            zoo.iterations_to_complete(str(app), int(batch))
+        except (ValueError, KeyError) as err:
+            raise table.fail(row, f"{app} at batch_size {batch}: {err}") from None
     names = table.check_ids("name")
-    return [
-        TraceRecord(
-            name=str(names[i]),
-            submit_time_s=float(submit[i]),
-            num_gpus=int(gpus[i]),
-            model=str(apps[i]),
-            batch_size=int(batches[i]),
-        )
-        for i in range(len(table))
-    ]
+    return Records(names, submit, gpus, model=apps, batch_size=batches)
 
 
-def parse_swf(path: str | os.PathLike[str]) -> list[TraceRecord]:
+def parse_swf(path: str | os.PathLike[str]) -> Records:
     """Records of a Standard Workload Format log, as HPC jobs (model ``"hpc"``).
 
     Kept: jobs with a known run time > 0 and a processor count > 0 (allocated
@@ -263,14 +271,9 @@ def parse_swf(path: str | os.PathLike[str]) -> list[TraceRecord]:
     rows = np.flatnonzero(keep)
     start = submit[rows].min()
     names, users = table.check_ids("job"), table.text("user")
-    return [
-        TraceRecord(
-            name=str(names[row]),
-            submit_time_s=float(submit[row] - start),
-            num_gpus=int(procs[row]),
-            duration_s=float(run_time[row]),
-            model=HPC_MODEL,
-            user=None if users[row] == "-1" else str(users[row]),
-        )
-        for row in rows.tolist()
-    ]
+    users = users[rows].copy()
+    users[users == "-1"] = None
+    models = np.full(len(rows), HPC_MODEL, dtype=object)
+    return Records(
+        names[rows], submit[rows] - start, procs[rows], run_time[rows], models, user=users
+    )

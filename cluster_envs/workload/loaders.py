@@ -1,7 +1,7 @@
 """Trace loaders and the front door :func:`load_workload` (format detection, presets).
 
-Every loader parses the whole file (:mod:`cluster_envs.workload.formats`), sorts the
-records by submit time (stable), applies the selection options (``window_s``, then
+Every loader parses the whole file (:mod:`cluster_envs.workload.formats`, into columns),
+sorts the records by submit time (stable), applies the selection options (``window_s``, then
 ``num_jobs``, then ``time_scale``) and only then builds the jobs through one
 :class:`~cluster_envs.workload.jobs.JobFactory`.
 
@@ -31,10 +31,11 @@ from cluster_envs.errors import ConfigError, TraceFormatError
 from cluster_envs.types import JobKind
 from cluster_envs.workload import formats, synthetic
 from cluster_envs.workload.jobs import JobFactory, JobOptions, TraceRecord
+from cluster_envs.workload.records import Records, make_jobs, select_records
 from cluster_envs.workload.table import read_text
 from cluster_envs.workload.workload import Workload
 
-Parser = Callable[[str], list[TraceRecord]]
+Parser = Callable[[str], Records]
 FORMATS: dict[str, Parser] = {
     "canonical": formats.parse_canonical,
     "philly": formats.parse_philly,
@@ -124,11 +125,15 @@ def select(records: Sequence[TraceRecord], options: LoadOptions) -> list[TraceRe
 def _build(
     name: str,
     source: str,
-    records: Sequence[TraceRecord],
+    records: Sequence[TraceRecord] | Records,
     options: LoadOptions,
     seed: np.random.SeedSequence | None = None,
 ) -> Workload:
-    jobs = JobFactory(options.job_options(), seed=seed).make_all(select(records, options))
+    factory = JobFactory(options.job_options(), seed=seed)
+    if isinstance(records, Records):
+        jobs = make_jobs(factory, select_records(records, options))
+    else:
+        jobs = factory.make_all(select(records, options))
     return Workload(name, jobs, source, options.reference_gpu_type, options.ref_gpus_per_node)
 
 
@@ -164,12 +169,30 @@ def load_swf(path: str | os.PathLike[str], **options: Any) -> Workload:
     return _load("swf", path, options)
 
 
+#: Characters read to find a trace's first non-blank line (the whole file if none there).
+_HEAD_CHARS = 1 << 16
+
+
+def _head_lines(path: str) -> list[str]:
+    """The first complete lines of ``path`` (all of them for a short file)."""
+    try:
+        with open(path, encoding="utf-8-sig") as handle:
+            head = handle.read(_HEAD_CHARS)
+            more = bool(handle.read(1))
+    except UnicodeDecodeError:
+        return read_text(path)  # raises with its message, as on the whole file
+    if not more:
+        return head.splitlines()
+    lines = head.splitlines()[:-1]  # the last may be cut
+    return lines if any(line.strip() for line in lines) else read_text(path)
+
+
 def detect_format(path: str | os.PathLike[str]) -> str:
     """Name of the format of the trace at ``path``, from its extension or header line."""
     path = str(path)
     if path.lower().endswith(".swf"):
         return "swf"
-    for number, line in enumerate(read_text(path), start=1):
+    for number, line in enumerate(_head_lines(path), start=1):
         if not line.strip():
             continue
         if line.lstrip().startswith(";"):

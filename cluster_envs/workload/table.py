@@ -4,6 +4,11 @@ Every loader parses a whole file into a :class:`Table` first and validates each 
 with vectorised numpy/pandas checks; only then are jobs built. A bad value raises
 :class:`~cluster_envs.errors.TraceFormatError` naming ``file:line``, the column and the
 value, and nothing is half-loaded.
+
+A *fast* table (:func:`cluster_envs.workload.columnar.read_csv_columns`) holds numeric
+columns already parsed; any check it fails raises :class:`Retry`, and the caller parses
+the file again through the line-by-line reader below, whose error is the one reported:
+the fast path never has to reproduce an error message.
 """
 
 from __future__ import annotations
@@ -18,6 +23,10 @@ import pandas as pd
 from cluster_envs.errors import TraceFormatError
 
 
+class Retry(TraceFormatError):
+    """A fast (columnar) table met something only the line-by-line reader can report."""
+
+
 @dataclass(frozen=True)
 class Table:
     """Data rows of a trace file as string columns.
@@ -26,23 +35,30 @@ class Table:
         path: The file, for error messages.
         columns: Column name -> array of the raw strings (``""`` where a field is absent).
         lines: 1-based file line number of each data row.
+        parsed: Numeric columns already parsed (float64, NaN where not a number).
+        fast: Raise :class:`Retry` instead of any error (see the module docstring).
     """
 
     path: str
     columns: dict[str, np.ndarray]
     lines: np.ndarray
+    parsed: dict[str, np.ndarray] | None = None
+    fast: bool = False
 
     def __len__(self) -> int:
         return len(self.lines)
 
     def fail(self, row: int, reason: str) -> TraceFormatError:
         """Error for data row ``row`` (0-based)."""
+        if self.fast:
+            return Retry(self.path, None, reason)
         return TraceFormatError(self.path, int(self.lines[row]), reason)
 
     def require(self, names: Sequence[str], why: str = "") -> None:
         """Raise naming the first of ``names`` that is not a column (on the header line)."""
         for name in names:
             if name not in self.columns:
+                self._slow()
                 header = ",".join(self.columns)
                 raise TraceFormatError(
                     self.path, 1, f"missing column {name!r}{why} (header has: {header})"
@@ -54,10 +70,14 @@ class Table:
 
     def numbers(self, name: str, *, integer: bool = False) -> np.ndarray:
         """Column ``name`` as float64 (or int64) values; a non-number names line and value."""
-        raw = self.text(name)
-        values = pd.to_numeric(pd.Series(raw), errors="coerce").to_numpy(dtype=np.float64)
+        if self.parsed is not None and name in self.parsed:
+            values = self.parsed[name]
+        else:
+            raw = self.text(name)
+            values = pd.to_numeric(pd.Series(raw), errors="coerce").to_numpy(dtype=np.float64)
         bad = ~np.isfinite(values)
         if bad.any():
+            self._slow()
             row = int(np.argmax(bad))
             value = raw[row]
             what = "an empty value" if value == "" else f"the value {value!r}"
@@ -66,6 +86,7 @@ class Table:
         if integer:
             fractional = values != np.round(values)
             if fractional.any():
+                self._slow()
                 row = int(np.argmax(fractional))
                 raise self.fail(row, f"column {name!r} has {raw[row]!r}, expected an integer")
             return values.astype(np.int64)
@@ -75,6 +96,10 @@ class Table:
         """Column ``name`` as job ids: none empty, none repeated (both lines named)."""
         ids = self.text(name)
         empty = ids == ""
+        if self.fast:
+            if empty.any() or pd.Series(ids).duplicated().any():
+                self._slow()
+            return ids
         if empty.any():
             raise self.fail(int(np.argmax(empty)), f"empty job id in column {name!r}")
         first_row: dict[str, int] = {}
@@ -94,10 +119,16 @@ class Table:
         The reason reads ``[<problem>: ]column 'x' = <value>, must be <expected>``.
         """
         if not ok.all():
+            self._slow()
             row = int(np.argmin(ok))
             lead = f"{problem}: " if problem else ""
             value = self.text(name)[row]
             raise self.fail(row, f"{lead}column {name!r} = {value}, must be {expected}")
+
+    def _slow(self) -> None:
+        """In a fast table: give up, the line-by-line reader must report this."""
+        if self.fast:
+            raise Retry(self.path, None, "parse again line by line")
 
 
 def read_text(path: str | os.PathLike[str]) -> list[str]:
