@@ -227,15 +227,17 @@ class MetisEncoder:
         out = self._static_part(sim, j).copy()
         spec = sim.jobs[j]
         state = int(sim.state[j])
-        est = sim.estimator.estimate(j)
-        total = max(est.total_iterations, 1e-9)
-        remaining = est.remaining_iterations
-        fit = est.fitted
+        estimator = sim.estimator
+        est_total = estimator.total_iterations(j)
+        done = sim.iterations_done(j)
+        total = max(est_total, 1e-9)
+        remaining = max(est_total - done, 0.0)
+        fit = estimator.fitted(j)
         if self.job_features == "oracle":  # ablation only: the hidden truth
             total = spec.total_iterations
-            remaining = max(total - sim.iterations_done(j), 0.0)
+            remaining = max(total - done, 0.0)
             fit = spec.loss_curve
-        frac = min(sim.iterations_done(j) / total, 1.0)
+        frac = min(done / total, 1.0)
         curve = curve_integral(spec.model)
         q_now = curve.quality(frac)
         prof = self.profile(sim, j)
@@ -258,7 +260,7 @@ class MetisEncoder:
             norm_time(remaining / prof.rate(1)),
             norm_time(float(sim.attained_gpu_s[j])),
             *curve_feats,
-            squash(est.num_observations / OBS_NORM),
+            squash(estimator.num_observations(j) / OBS_NORM),
         )
         base = 22 + len(FEATURE_GPUS)
         step = self.slice_s / total

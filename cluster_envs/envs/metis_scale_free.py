@@ -85,17 +85,14 @@ class ScaleFreeMetisEncoder(MetisEncoder):
     def encode_slot(self, sim: Simulator, j: int, pending: int) -> np.ndarray:
         """The features of job ``j`` with ``pending`` GPUs tentatively allocated."""
         spec, state, tau = sim.jobs[j], int(sim.state[j]), self._tau
-        est = sim.estimator.estimate(j)
-        total, remaining, fit = (
-            max(est.total_iterations, 1e-9),
-            est.remaining_iterations,
-            est.fitted,
-        )
+        estimator, done = sim.estimator, sim.iterations_done(j)
+        est_total = estimator.total_iterations(j)
+        total, remaining, fit = max(est_total, 1e-9), max(est_total - done, 0.0), estimator.fitted(j)
         if self.job_features == "oracle":  # ablation only: the hidden truth
             total = spec.total_iterations
-            remaining = max(total - sim.iterations_done(j), 0.0)
+            remaining = max(total - done, 0.0)
             fit = spec.loss_curve
-        frac = min(sim.iterations_done(j) / total, 1.0)
+        frac = min(done / total, 1.0)
         curve, prof = curve_integral(spec.model), self.profile(sim, j)
         q_now = curve.quality(frac)
         if fit is not None:
@@ -113,7 +110,7 @@ class ScaleFreeMetisEncoder(MetisEncoder):
             rel(sim.now_s - spec.submit_time_s, tau), frac, q_now,
             rel(remaining / prof.rate(1), tau),
             squash(float(sim.attained_gpu_s[j]) / (tau * node)),
-            *curve_feats, squash(est.num_observations / OBS_NORM),
+            *curve_feats, squash(estimator.num_observations(j) / OBS_NORM),
             *(squash(x / t1) for x in prof.theta),
             *(min(prof.efficiency(n), MAX_EFFICIENCY) / MAX_EFFICIENCY for n in FEATURE_GPUS),
             *(curve.quality(frac + prof.rate(n) * step) - q_now if n <= spec.max_gpus else 0.0

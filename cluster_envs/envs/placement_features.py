@@ -91,7 +91,7 @@ class PlacementEncoder:
         rate = spec.speed.throughput(
             packed_shape(spec.num_gpus, int(big)), self.fastest, inv.network_speed
         )
-        obs[c + 2] = norm_time(sim.estimator.estimate(head).remaining_iterations / rate)
+        obs[c + 2] = norm_time(sim.estimator.remaining(head) / rate)
         obs[c + 3 + model_index(spec.model)] = 1.0
         c += len(JOB_FIELDS)
         obs[c] = min(np.log1p(len(sim.queue)) / np.log1p(QUEUE_NORM), 1.0)

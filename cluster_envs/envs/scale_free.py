@@ -132,7 +132,7 @@ class ScaleFreeMoldableEncoder(MoldableEncoder):
         slots, _ = self.layout.split(obs)
         for k, j in enumerate(window):
             spec = sim.jobs[j]
-            left = sim.estimator.estimate(j).remaining_iterations
+            left = sim.estimator.remaining(j)
             row = slots[k]
             row[0] = 1.0
             row[1] = rel(sim.now_s - spec.submit_time_s, tau)
@@ -226,7 +226,7 @@ class ScaleFreePlacementEncoder(PlacementEncoder):
         spec, c = sim.jobs[head], lay.global_offset
         obs[c] = in_nodes(spec.num_gpus - int(tentative.sum()), big)
         obs[c + 1] = in_nodes(spec.num_gpus, big)
-        left = sim.estimator.estimate(head).remaining_iterations
+        left = sim.estimator.remaining(head)
         obs[c + 2] = rel(left / self._packed_rate(sim, head, big), tau)
         obs[c + 3 + model_index(spec.model)] = 1.0
         c += 3 + len(MODEL_NAMES)

@@ -207,10 +207,25 @@ class WorkEstimator:
             total = max(prior, 2.0 * float(ks[-1]))
         self._total[j] = min(total, MAX_PRIOR_MULTIPLE * prior)
 
+    def num_observations(self, j: int) -> int:
+        """Loss observations job ``j`` has logged so far (without generating them)."""
+        if self.sim.jobs[j].loss_curve is None:
+            return 0
+        step = self._interval[j] if self._interval[j] > 0 else self.interval(j)
+        return max(len(self._k[j]), int(self.sim.iterations_done(j) // step))
+
+    def remaining(self, j: int) -> float:
+        """``estimate(j).remaining_iterations`` without building the estimate."""
+        return max(self.total_iterations(j) - self.sim.iterations_done(j), 0.0)
+
+    def fitted(self, j: int) -> LossCurveParams | None:
+        """Job ``j``'s latest fitted loss curve (``None`` before its first fit)."""
+        return self._fit[j]
+
     def estimate(self, j: int) -> JobEstimate:
         """The current estimate of job ``j``'s length."""
         total = self.total_iterations(j)
-        count = self._observe(j)
+        count = self.num_observations(j)
         fitted = self._fit[j]
         return JobEstimate(
             total_iterations=total,
