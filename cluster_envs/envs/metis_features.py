@@ -186,10 +186,13 @@ class MetisEncoder:
         self._profiles: dict[int, ThroughputProfile] = {}
         self._seed = 0
         self._keep = self.layout.slot_mask(JOB_FEATURE_ABLATIONS[job_features][1])
+        self._keep_all = bool(np.all(self._keep == 1))
+        self._rate_cache: dict[int, tuple[float, list[float | None]]] = {}
 
     def reset(self, seed: int) -> None:
         """Forget per-episode caches; profiles of this episode come from ``seed``."""
         self._static, self._profiles, self._seed = {}, {}, seed
+        self._rate_cache = {}
 
     def describe(self) -> list[str]:
         """The name of every observation index."""
@@ -240,12 +243,14 @@ class MetisEncoder:
         frac = min(done / total, 1.0)
         curve = curve_integral(spec.model)
         q_now = curve.quality(frac)
-        prof = self.profile(sim, j)
+        rate1, gain_rates = self._rates(sim, j)
         if fit is not None:
             curve_feats = (1.0, squash(fit.b0 * total), squash(fit.b1), squash(fit.b2))
         else:
             curve_feats = (0.0, *prior_curve_features(spec.model))
-        out[1:19] = (
+        step = self.slice_s / total
+        quality = curve.quality
+        out[1:] = (
             state == 1,
             state == 2,
             state == 3,
@@ -257,18 +262,24 @@ class MetisEncoder:
             norm_time(sim.now_s - spec.submit_time_s),
             frac,
             q_now,
-            norm_time(remaining / prof.rate(1)),
+            norm_time(remaining / rate1),
             norm_time(float(sim.attained_gpu_s[j])),
             *curve_feats,
             squash(estimator.num_observations(j) / OBS_NORM),
+            *out[19 : 22 + len(FEATURE_GPUS)],
+            *[0.0 if r is None else quality(frac + r * step) - q_now for r in gain_rates],
+            *out[22 + 2 * len(FEATURE_GPUS) :],
         )
-        base = 22 + len(FEATURE_GPUS)
-        step = self.slice_s / total
-        out[base : base + len(FEATURE_GPUS)] = [
-            curve.quality(frac + prof.rate(n) * step) - q_now if n <= spec.max_gpus else 0.0
-            for n in FEATURE_GPUS
-        ]
-        return out * self._keep
+        return out if self._keep_all else out * self._keep
+
+    def _rates(self, sim: Simulator, j: int) -> tuple[float, list[float | None]]:
+        """Job ``j``'s profiled rate on 1 GPU and on each FEATURE_GPUS count it allows."""
+        cached = self._rate_cache.get(j)
+        if cached is None:
+            prof, top = self.profile(sim, j), sim.jobs[j].max_gpus
+            gains = [prof.rate(n) if n <= top else None for n in FEATURE_GPUS]
+            cached = self._rate_cache[j] = (prof.rate(1), gains)
+        return cached
 
     def encode(self, sim: Simulator, slots: list[int | None], pending: np.ndarray) -> np.ndarray:
         """The observation: every slot (``None`` = empty), then the cluster."""

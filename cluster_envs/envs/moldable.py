@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from itertools import islice
 from dataclasses import dataclass
 from typing import Any
 
@@ -170,6 +171,9 @@ class MoldableSchedulingEnv(ClusterEnvBase):
         self.reward_weights = {"jct": 1.0}
         self._mask = np.zeros(k * p + 1, dtype=bool)
         self._mask_version = -1
+        self._level_array = np.array(config.levels)
+        self._window: list[int] = []
+        self._window_version = -1
         self._jct = JctReward(config.reward_scale_s)
 
     # ------------------------------------------------------------------ workload
@@ -192,7 +196,7 @@ class MoldableSchedulingEnv(ClusterEnvBase):
 
     # ------------------------------------------------------------------ hooks
     def _on_reset(self) -> None:
-        self._mask_version = -1
+        self._mask_version = self._window_version = -1
         self.encoder.reset()
 
     def _take_action(self, action: int) -> Outcome:
@@ -211,26 +215,32 @@ class MoldableSchedulingEnv(ClusterEnvBase):
         sim = self.sim
         if self._mask_version == sim.state_version:
             return self._mask.copy()
+        window = self._window_ids()
         mask = np.zeros(int(self.action_space.n), dtype=bool)
-        free = sim.inventory.num_free
-        p = len(self.levels)
-        for k, j in enumerate(self._window_ids()):
-            spec = sim.jobs[j]
-            for i, lv in enumerate(self.levels):
-                if spec.min_gpus <= lv <= spec.max_gpus and lv <= free:
-                    mask[k * p + i] = True
+        if window:
+            lo, hi = self._bounds(window)
+            levels = self._level_array
+            ok = (lo[:, None] <= levels) & (levels <= hi[:, None]) & (levels <= sim.inventory.num_free)
+            mask[: ok.size] = ok.ravel()
         mask[self.wait_action] = not mask.any() or sim.next_event_time() < math.inf
         self._mask, self._mask_version = mask, sim.state_version
         return mask.copy()
 
     # ------------------------------------------------------------------ internals
     def _window_ids(self) -> list[int]:
-        ids = []
-        for j in self.sim.queue:
-            ids.append(j)
-            if len(ids) == self.config.window:
-                break
-        return ids
+        """The window's job ids (queue order; cached per simulator state version)."""
+        version = self.sim.state_version
+        if self._window_version != version:
+            self._window = list(islice(self.sim.queue, self.config.window))
+            self._window_version = version
+        return self._window
+
+    def _bounds(self, window: list[int]) -> tuple[np.ndarray, np.ndarray]:
+        """``min_gpus`` and ``max_gpus`` of the window's jobs."""
+        jobs = self.sim.jobs
+        lo = np.array([jobs[j].min_gpus for j in window])
+        hi = np.array([jobs[j].max_gpus for j in window])
+        return lo, hi
 
     def _is_decision_point(self) -> bool:
         """Some window job fits at some level now."""
