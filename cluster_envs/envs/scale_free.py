@@ -78,6 +78,9 @@ def median_runtime_s(remaining_iterations: np.ndarray, rates: np.ndarray) -> flo
 
 def rel(seconds: float | np.ndarray, tau: float) -> Any:
     """A duration relative to ``tau``: ``t / (t + tau)`` in [0, 1) (0 for t <= 0)."""
+    if isinstance(seconds, float):  # scalar fast path, the same values as np.maximum
+        t = seconds if seconds > 0.0 or seconds != seconds else 0.0
+        return t / (t + tau)
     t = np.maximum(seconds, 0.0)
     return t / (t + tau)
 
