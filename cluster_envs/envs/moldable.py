@@ -19,7 +19,7 @@ from cluster_envs.envs.jct_reward import JctReward
 from cluster_envs.envs.scale_free import moldable_encoder
 from cluster_envs.errors import ConfigError, InfeasibleDecisionError
 from cluster_envs.policies.context import PolicyContext
-from cluster_envs.policies.placement import ConsolidatedPlacement
+from cluster_envs.policies.placement import ConsolidatedPlacement, consolidate
 from cluster_envs.types import Allocate, Decision, JobKind, JobSpec
 from cluster_envs.workload import Workload
 
@@ -257,10 +257,14 @@ class MoldableSchedulingEnv(ClusterEnvBase):
 
     def place(self, job_id: int, num_gpus: int) -> tuple[tuple[int, int], ...]:
         """Where the env puts ``num_gpus`` GPUs of ``job_id`` now (consolidated)."""
-        view = self.sim.view()
-        placement = self.placement_policy.place(
-            view, view.job(job_id), num_gpus, self.sim.inventory.free.copy()
-        )
+        policy, inv = self.placement_policy, self.sim.inventory
+        if type(policy) is ConsolidatedPlacement:  # it reads only node speeds: no view
+            placement = consolidate(
+                inv.free.copy(), inv.speed, num_gpus, policy.strategy, policy.prefer_fast
+            )
+        else:
+            view = self.sim.view()
+            placement = policy.place(view, view.job(job_id), num_gpus, inv.free.copy())
         if placement is None:
             raise InfeasibleDecisionError(f"job {job_id}: {num_gpus} GPUs do not fit")
         return placement
