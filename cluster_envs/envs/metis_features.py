@@ -250,7 +250,7 @@ class MetisEncoder:
             curve_feats = (0.0, *prior_curve_features(spec.model))
         step = self.slice_s / total
         quality = curve.quality
-        out[1:] = (
+        out[1:19] = (
             state == 1,
             state == 2,
             state == 3,
@@ -266,10 +266,11 @@ class MetisEncoder:
             norm_time(float(sim.attained_gpu_s[j])),
             *curve_feats,
             squash(estimator.num_observations(j) / OBS_NORM),
-            *out[19 : 22 + len(FEATURE_GPUS)],
-            *[0.0 if r is None else quality(frac + r * step) - q_now for r in gain_rates],
-            *out[22 + 2 * len(FEATURE_GPUS) :],
         )
+        base = 22 + len(FEATURE_GPUS)
+        out[base : base + len(FEATURE_GPUS)] = [
+            0.0 if r is None else quality(frac + r * step) - q_now for r in gain_rates
+        ]
         return out if self._keep_all else out * self._keep
 
     def _rates(self, sim: Simulator, j: int) -> tuple[float, list[float | None]]:
