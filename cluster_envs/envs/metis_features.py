@@ -188,11 +188,14 @@ class MetisEncoder:
         self._keep = self.layout.slot_mask(JOB_FEATURE_ABLATIONS[job_features][1])
         self._keep_all = bool(np.all(self._keep == 1))
         self._rate_cache: dict[int, tuple[float, list[float | None]]] = {}
+        self._rows: dict[tuple[int, int], np.ndarray] = {}
+        self._rows_sim: Simulator | None = None
+        self._rows_version = -1
 
     def reset(self, seed: int) -> None:
         """Forget per-episode caches; profiles of this episode come from ``seed``."""
         self._static, self._profiles, self._seed = {}, {}, seed
-        self._rate_cache = {}
+        self._rate_cache, self._rows, self._rows_sim = {}, {}, None
 
     def describe(self) -> list[str]:
         """The name of every observation index."""
@@ -273,6 +276,16 @@ class MetisEncoder:
         ]
         return out if self._keep_all else out * self._keep
 
+    def slot_row(self, sim: Simulator, j: int, pending: int) -> np.ndarray:
+        """:meth:`encode_slot`, cached while the simulator's state version stays (the
+        Discrete variant's steps change one slot's pending count and nothing else)."""
+        if sim is not self._rows_sim or sim.state_version != self._rows_version:
+            self._rows, self._rows_sim, self._rows_version = {}, sim, sim.state_version
+        row = self._rows.get((j, pending))
+        if row is None:
+            row = self._rows[(j, pending)] = self.encode_slot(sim, j, pending)
+        return row
+
     def _rates(self, sim: Simulator, j: int) -> tuple[float, list[float | None]]:
         """Job ``j``'s profiled rate on 1 GPU and on each FEATURE_GPUS count it allows."""
         cached = self._rate_cache.get(j)
@@ -290,7 +303,7 @@ class MetisEncoder:
         for k, j in enumerate(slots):
             if j is None:
                 continue
-            row = self.encode_slot(sim, j, int(pending[k]))
+            row = self.slot_row(sim, j, int(pending[k]))
             obs[k * size : (k + 1) * size] = row
             quality_sum += float(row[11])
             present += 1

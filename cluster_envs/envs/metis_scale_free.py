@@ -73,6 +73,7 @@ class ScaleFreeMetisEncoder(MetisEncoder):
         zeroed = JOB_FEATURE_ABLATIONS[job_features][1]
         self._keep = self.layout.slot_mask(n.replace(GAIN, GAIN_PER_HOUR) for n in zeroed)
         self._tau = 0.0
+        self._tau_key: tuple[int, int] | None = None
 
     def time_scale(self, sim: Simulator) -> float:
         """``tau`` (s): median estimated remaining time on one GPU, jobs in the system."""
@@ -123,7 +124,9 @@ class ScaleFreeMetisEncoder(MetisEncoder):
 
     def encode(self, sim: Simulator, slots: list[int | None], pending: np.ndarray) -> np.ndarray:
         """The observation: every slot (``None`` = empty), then the cluster."""
-        self._tau = self.time_scale(sim)
+        key = (sim.state_version, id(sim))
+        if key != self._tau_key or sim is not self._rows_sim:
+            self._tau, self._tau_key = self.time_scale(sim), key
         obs = np.zeros(self.layout.size, dtype=np.float32)
         rows, _ = self.layout.split(obs)
         quality = self.layout.slot_index("est_quality")
@@ -131,7 +134,7 @@ class ScaleFreeMetisEncoder(MetisEncoder):
         for k, j in enumerate(slots):
             if j is None:
                 continue
-            rows[k] = self.encode_slot(sim, j, int(pending[k]))
+            rows[k] = self.slot_row(sim, j, int(pending[k]))
             quality_sum += float(rows[k, quality])
             present += 1
         inv, c = sim.inventory, self.layout.global_offset
