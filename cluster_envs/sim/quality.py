@@ -163,6 +163,8 @@ class QualityTracker(SimObserver):
         self.window_area = np.zeros(n)
         self.reach_s = np.full(n, np.nan)
         self.gap_area = 0.0
+        self._terms = (0.0, 0.0, 0.0)
+        self._terms_version = -1
 
     def fraction(self, j: int) -> float:
         """Fraction of job ``j``'s training done now (1 once finished)."""
@@ -256,12 +258,16 @@ class QualityTracker(SimObserver):
         return area, last_q, reach
 
     def reward_terms(self) -> tuple[float, float, float]:
-        """``(total_quality(), gap_area, projected_auc_job_windows())`` in one pass."""
-        current = self._current()
-        done = float(self.final[~np.isnan(self.sim.finish_s)].sum())
-        total = done + sum(current[1])
-        auc = float(self._held(current)[0].sum() / self.settings.window_s)
-        return total, self.gap_area, auc
+        """``(total_quality(), gap_area, projected_auc_job_windows())`` in one pass
+        (recomputed only when the simulator's state version moved)."""
+        version = self.sim.state_version
+        if self._terms_version != version:
+            current = self._current()
+            done = float(self.final[~np.isnan(self.sim.finish_s)].sum())
+            total = done + sum(current[1])
+            auc = float(self._held(current)[0].sum() / self.settings.window_s)
+            self._terms, self._terms_version = (total, self.gap_area, auc), version
+        return self._terms
 
     def projected_auc_job_windows(self) -> float:
         """``quality_auc * n`` if the episode stopped now (every submitted job's current
