@@ -32,7 +32,7 @@ CASES = [
 ]
 
 
-def _uncached(env: ClusterEnvBase) -> ClusterEnvBase:
+def _uncached(env: ClusterEnvBase) -> Any:
     """A deep copy of ``env`` with every step-path cache forgotten."""
     fresh: Any = copy.deepcopy(env)
     encoder = fresh.encoder
