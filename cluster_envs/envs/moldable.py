@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from bisect import bisect_left, bisect_right
 from itertools import islice
 from dataclasses import dataclass
 from typing import Any
@@ -171,7 +172,6 @@ class MoldableSchedulingEnv(ClusterEnvBase):
         self.reward_weights = {"jct": 1.0}
         self._mask = np.zeros(k * p + 1, dtype=bool)
         self._mask_version = -1
-        self._level_array = np.array(config.levels)
         self._window: list[int] = []
         self._window_version = -1
         self._jct = JctReward(config.reward_scale_s)
@@ -217,11 +217,10 @@ class MoldableSchedulingEnv(ClusterEnvBase):
             return self._mask.copy()
         window = self._window_ids()
         mask = np.zeros(int(self.action_space.n), dtype=bool)
-        if window:
-            lo, hi = self._bounds(window)
-            levels = self._level_array
-            ok = (lo[:, None] <= levels) & (levels <= hi[:, None]) & (levels <= sim.inventory.num_free)
-            mask[: ok.size] = ok.ravel()
+        p, fit = len(self.levels), bisect_right(self.levels, sim.inventory.num_free)
+        for k, j in enumerate(window):  # allowed levels are a contiguous index range
+            lo, hi = self._level_range(j)
+            mask[k * p + lo : k * p + min(hi, fit)] = True
         mask[self.wait_action] = not mask.any() or sim.next_event_time() < math.inf
         self._mask, self._mask_version = mask, sim.state_version
         return mask.copy()
@@ -235,12 +234,10 @@ class MoldableSchedulingEnv(ClusterEnvBase):
             self._window_version = version
         return self._window
 
-    def _bounds(self, window: list[int]) -> tuple[np.ndarray, np.ndarray]:
-        """``min_gpus`` and ``max_gpus`` of the window's jobs."""
-        jobs = self.sim.jobs
-        lo = np.array([jobs[j].min_gpus for j in window])
-        hi = np.array([jobs[j].max_gpus for j in window])
-        return lo, hi
+    def _level_range(self, j: int) -> tuple[int, int]:
+        """Indices ``[lo, hi)`` of the levels within job ``j``'s ``[min_gpus, max_gpus]``."""
+        spec = self.sim.jobs[j]
+        return bisect_left(self.levels, spec.min_gpus), bisect_right(self.levels, spec.max_gpus)
 
     def _is_decision_point(self) -> bool:
         """Some window job fits at some level now."""
