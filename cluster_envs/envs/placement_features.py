@@ -86,7 +86,7 @@ class PlacementEncoder:
         nodes = obs[: self.layout.global_offset].reshape(inv.num_nodes, self.layout.slot_size)
         nodes[:, 0] = (inv.free - tentative) / inv.total
         nodes[:, 1] = tentative / spec.num_gpus
-        left = spec.num_gpus - int(tentative.sum())
+        left = spec.num_gpus - int(np.add.reduce(tentative))
         obs[self.layout.global_offset] = min(left / (JOB_GPUS_NORM_NODES * self._big), 1.0)
         return obs
 

@@ -227,7 +227,7 @@ class ScaleFreePlacementEncoder(PlacementEncoder):
         big = int(inv.total.max())
         tau = self._time_scale(sim, big)
         spec, c = sim.jobs[head], lay.global_offset
-        obs[c] = in_nodes(spec.num_gpus - int(tentative.sum()), big)
+        obs[c] = in_nodes(spec.num_gpus - int(np.add.reduce(tentative)), big)
         obs[c + 1] = in_nodes(spec.num_gpus, big)
         left = sim.estimator.remaining(head)
         obs[c + 2] = rel(left / self._packed_rate(sim, head, big), tau)
