@@ -110,6 +110,7 @@ class WorkEstimator:
         self._rng: list[np.random.Generator | None] = [None] * n
         self._fit: list[LossCurveParams | None] = [None] * n
         self._fit_count = [0] * n
+        self._fit_count_arr = np.zeros(n, dtype=np.int64)  # the same, for vector reads
         self._total = np.full(n, np.nan)
         self._interval = np.zeros(n)
 
@@ -181,7 +182,7 @@ class WorkEstimator:
             self.interval(int(j))
         counts = np.floor(done / self._interval[ids])
         due = counts >= np.maximum(
-            MIN_OBSERVATIONS, np.asarray(self._fit_count)[ids] * REFIT_GROWTH
+            MIN_OBSERVATIONS, self._fit_count_arr[ids] * REFIT_GROWTH
         )
         for j in ids[due]:
             self.total_iterations(int(j))  # refits at its milestone (or skips, no curve)
@@ -200,7 +201,7 @@ class WorkEstimator:
             ks, losses = ks[idx], losses[idx]
         fit = fit_arrays(ks, losses, ramp_weights(ks))
         self._fit[j] = fit
-        self._fit_count[j] = milestone
+        self._fit_count[j] = self._fit_count_arr[j] = milestone
         prior = self.prior(j)
         total = iterations_to_target(fit, target)
         if not math.isfinite(total):
