@@ -39,6 +39,7 @@ def _uncached(env: ClusterEnvBase) -> Any:
     if hasattr(fresh, "_tracker"):  # Metis: rows, tau, rates, reward terms
         encoder.reset(fresh.episode_seed)
         fresh._tracker._terms_version = -1
+        fresh._limits_key = None  # Discrete: max GPUs per slot
     elif hasattr(fresh, "_window_version"):  # Moldable: window, mask, static slots
         encoder.reset()
         fresh._window_version = fresh._mask_version = -1
