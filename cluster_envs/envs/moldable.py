@@ -5,8 +5,8 @@ from __future__ import annotations
 import dataclasses
 import math
 from bisect import bisect_left, bisect_right
-from itertools import islice
 from dataclasses import dataclass
+from itertools import islice
 from typing import Any
 
 import numpy as np

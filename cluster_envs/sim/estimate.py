@@ -181,9 +181,7 @@ class WorkEstimator:
         for j in ids[np.isnan(self._prior[ids]) | (self._interval[ids] <= 0)]:
             self.interval(int(j))
         counts = np.floor(done / self._interval[ids])
-        due = counts >= np.maximum(
-            MIN_OBSERVATIONS, self._fit_count_arr[ids] * REFIT_GROWTH
-        )
+        due = counts >= np.maximum(MIN_OBSERVATIONS, self._fit_count_arr[ids] * REFIT_GROWTH)
         for j in ids[due]:
             self.total_iterations(int(j))  # refits at its milestone (or skips, no curve)
         total = np.where(np.isnan(self._total[ids]), self._prior[ids], self._total[ids])
