@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shlex
 import subprocess
 import sys
 import time
@@ -132,6 +133,7 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=10.0)
     parser.add_argument("--before-src", help="source tree of the code to compare against")
     parser.add_argument("--repeats", type=int, default=1, help="best of this many runs")
+    parser.add_argument("--before-label", help="what --before-src holds (e.g. a commit)")
     parser.add_argument("--child", nargs=3, help=argparse.SUPPRESS)
     parser.add_argument("--child-cartpole", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -167,7 +169,7 @@ def main() -> None:
             row["before"]["ratio_to_cartpole"] = row["before"]["steps_per_s"] / base
             row["speedup"] = row["steps_per_s"] / row["before"]["steps_per_s"]
     RESULTS.mkdir(parents=True, exist_ok=True)
-    command = ".venv/bin/python benchmarks/bench_envs.py " + " ".join(sys.argv[1:])
+    command = ".venv/bin/python benchmarks/bench_envs.py " + shlex.join(sys.argv[1:])
     doc = {
         "command": command.strip(),
         "cartpole_steps_per_s": base,
@@ -175,6 +177,7 @@ def main() -> None:
         "cpu_seconds_per_case": args.seconds,
         "repeats_best_of": args.repeats,
         "before_src": args.before_src,
+        "before_label": args.before_label,
         "rows": rows,
     }
     (RESULTS / "envs.json").write_text(json.dumps(doc, indent=2) + "\n")
@@ -189,7 +192,9 @@ def main() -> None:
     ]
     if args.before_src:
         lines += [
-            f"Before: the same cases on `{args.before_src}`, measured interleaved in this run.",
+            f"Before: the same cases on `{args.before_src}`"
+            + (f" ({args.before_label})" if args.before_label else "")
+            + ", measured interleaved in this run.",
             "",
             "| env | preset | obs | before steps/s | steps/s | speed-up | steps/s w/o resets"
             " | steps/episode | before vs CartPole | vs CartPole | target |",
