@@ -110,7 +110,7 @@ class MoldableEncoder:
         if cached is not None:
             return cached
         spec = sim.jobs[j]
-        est = sim.estimator.estimate(j)
+        remaining = sim.estimator.remaining(j)
         out = np.zeros(self.slot_size, dtype=np.float32)
         out[0] = 1.0
         out[2] = min(spec.num_gpus / self.max_level, 1.0)
@@ -118,7 +118,7 @@ class MoldableEncoder:
         out[4] = min(spec.max_gpus / self.max_level, 1.0)
         for i, lv in enumerate(self.levels):
             if spec.min_gpus <= lv <= spec.max_gpus:
-                out[5 + i] = norm_time(est.remaining_iterations / self._rate(spec.speed, lv))
+                out[5 + i] = norm_time(remaining / self._rate(spec.speed, lv))
         base = 5 + 2 * len(self.levels)
         out[base : base + 3] = prior_curve_features(spec.model)
         model = spec.model if spec.model in zoo.ZOO_MODELS else "other"
@@ -140,11 +140,14 @@ class MoldableEncoder:
         obs = np.zeros(self.space.shape[0], dtype=np.float32)
         p = len(self.levels)
         now = sim.now_s
+        size, jobs = self.slot_size, sim.jobs
         for k, j in enumerate(window):
-            start = k * self.slot_size
-            obs[start : start + self.slot_size] = self._static_slot(sim, j)
-            obs[start + 1] = norm_time(now - sim.jobs[j].submit_time_s)
-            obs[start + 5 + p : start + 5 + 2 * p] = mask[k * p : (k + 1) * p]
+            start = k * size
+            obs[start : start + size] = self._static_slot(sim, j)
+            obs[start + 1] = norm_time(now - jobs[j].submit_time_s)
+        if window:  # every slot's feasible@ row at once
+            rows = obs[: len(window) * size].reshape(len(window), size)
+            rows[:, 5 + p : 5 + 2 * p] = mask[: len(window) * p].reshape(len(window), p)
         c = self.config.window * self.slot_size
         inv = sim.inventory
         obs[c] = inv.num_free / inv.num_gpus

@@ -39,6 +39,8 @@ class MetisAllocationDiscreteEnv(MetisAllocationEnv):
         super().__init__(render_mode, **kwargs)
         self.end_action = self.wait_action = self.num_slots
         self.pending = np.zeros(self.num_slots, dtype=np.int64)
+        self._limits = np.zeros(self.num_slots, dtype=np.int64)  # max_gpus per slot
+        self._limits_key: tuple[object, int] | None = None
 
     def _make_action_space(self) -> spaces.Space:
         return spaces.Discrete(self.num_slots + 1)
@@ -60,11 +62,14 @@ class MetisAllocationDiscreteEnv(MetisAllocationEnv):
         """Which actions are allowed now (the end-slice action is last)."""
         mask = np.zeros(self.num_slots + 1, dtype=bool)
         mask[self.end_action] = True
-        if self.pending.sum() >= self.sim.inventory.num_gpus:
+        sim = self.sim
+        if np.add.reduce(self.pending) >= sim.inventory.num_gpus:
             return mask
-        for k, j in enumerate(self.slots):
-            if j is not None and self.pending[k] < self.sim.jobs[j].max_gpus:
-                mask[k] = True
+        if self._limits_key != (sim, sim.state_version):  # slots change with the state
+            jobs = sim.jobs
+            self._limits = np.array([-1 if j is None else jobs[j].max_gpus for j in self.slots])
+            self._limits_key = (sim, sim.state_version)
+        mask[: self.num_slots] = self.pending < self._limits
         return mask
 
     def action_for(self, decision: Decision) -> int:

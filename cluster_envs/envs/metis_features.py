@@ -186,10 +186,16 @@ class MetisEncoder:
         self._profiles: dict[int, ThroughputProfile] = {}
         self._seed = 0
         self._keep = self.layout.slot_mask(JOB_FEATURE_ABLATIONS[job_features][1])
+        self._keep_all = bool(np.all(self._keep == 1))
+        self._rate_cache: dict[int, tuple[float, list[float | None]]] = {}
+        self._rows: dict[tuple[int, int], np.ndarray] = {}
+        self._rows_sim: Simulator | None = None
+        self._rows_version = -1
 
     def reset(self, seed: int) -> None:
         """Forget per-episode caches; profiles of this episode come from ``seed``."""
         self._static, self._profiles, self._seed = {}, {}, seed
+        self._rate_cache, self._rows, self._rows_sim = {}, {}, None
 
     def describe(self) -> list[str]:
         """The name of every observation index."""
@@ -227,22 +233,26 @@ class MetisEncoder:
         out = self._static_part(sim, j).copy()
         spec = sim.jobs[j]
         state = int(sim.state[j])
-        est = sim.estimator.estimate(j)
-        total = max(est.total_iterations, 1e-9)
-        remaining = est.remaining_iterations
-        fit = est.fitted
+        estimator = sim.estimator
+        est_total = estimator.total_iterations(j)
+        done = sim.iterations_done(j)
+        total = max(est_total, 1e-9)
+        remaining = max(est_total - done, 0.0)
+        fit = estimator.fitted(j)
         if self.job_features == "oracle":  # ablation only: the hidden truth
             total = spec.total_iterations
-            remaining = max(total - sim.iterations_done(j), 0.0)
+            remaining = max(total - done, 0.0)
             fit = spec.loss_curve
-        frac = min(sim.iterations_done(j) / total, 1.0)
+        frac = min(done / total, 1.0)
         curve = curve_integral(spec.model)
         q_now = curve.quality(frac)
-        prof = self.profile(sim, j)
+        rate1, gain_rates = self._rates(sim, j)
         if fit is not None:
             curve_feats = (1.0, squash(fit.b0 * total), squash(fit.b1), squash(fit.b2))
         else:
             curve_feats = (0.0, *prior_curve_features(spec.model))
+        step = self.slice_s / total
+        quality = curve.quality
         out[1:19] = (
             state == 1,
             state == 2,
@@ -255,18 +265,35 @@ class MetisEncoder:
             norm_time(sim.now_s - spec.submit_time_s),
             frac,
             q_now,
-            norm_time(remaining / prof.rate(1)),
+            norm_time(remaining / rate1),
             norm_time(float(sim.attained_gpu_s[j])),
             *curve_feats,
-            squash(est.num_observations / OBS_NORM),
+            squash(estimator.num_observations(j) / OBS_NORM),
         )
         base = 22 + len(FEATURE_GPUS)
-        step = self.slice_s / total
         out[base : base + len(FEATURE_GPUS)] = [
-            curve.quality(frac + prof.rate(n) * step) - q_now if n <= spec.max_gpus else 0.0
-            for n in FEATURE_GPUS
+            0.0 if r is None else quality(frac + r * step) - q_now for r in gain_rates
         ]
-        return out * self._keep
+        return out if self._keep_all else out * self._keep
+
+    def slot_row(self, sim: Simulator, j: int, pending: int) -> np.ndarray:
+        """:meth:`encode_slot`, cached while the simulator's state version stays (the
+        Discrete variant's steps change one slot's pending count and nothing else)."""
+        if sim is not self._rows_sim or sim.state_version != self._rows_version:
+            self._rows, self._rows_sim, self._rows_version = {}, sim, sim.state_version
+        row = self._rows.get((j, pending))
+        if row is None:
+            row = self._rows[(j, pending)] = self.encode_slot(sim, j, pending)
+        return row
+
+    def _rates(self, sim: Simulator, j: int) -> tuple[float, list[float | None]]:
+        """Job ``j``'s profiled rate on 1 GPU and on each FEATURE_GPUS count it allows."""
+        cached = self._rate_cache.get(j)
+        if cached is None:
+            prof, top = self.profile(sim, j), sim.jobs[j].max_gpus
+            gains = [prof.rate(n) if n <= top else None for n in FEATURE_GPUS]
+            cached = self._rate_cache[j] = (prof.rate(1), gains)
+        return cached
 
     def encode(self, sim: Simulator, slots: list[int | None], pending: np.ndarray) -> np.ndarray:
         """The observation: every slot (``None`` = empty), then the cluster."""
@@ -276,7 +303,7 @@ class MetisEncoder:
         for k, j in enumerate(slots):
             if j is None:
                 continue
-            row = self.encode_slot(sim, j, int(pending[k]))
+            row = self.slot_row(sim, j, int(pending[k]))
             obs[k * size : (k + 1) * size] = row
             quality_sum += float(row[11])
             present += 1

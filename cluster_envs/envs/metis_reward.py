@@ -31,8 +31,7 @@ class QualityReward:
     def components(self) -> dict[str, float]:
         """Each component since the previous call (the first call starts the count)."""
         tracker = self.tracker
-        quality, gap = tracker.total_quality(), tracker.gap_area
-        auc = tracker.projected_auc_job_windows()
+        quality, gap, auc = tracker.reward_terms()
         out = {
             "quality_gain": quality - self.quality,
             "quality_gap": -(gap - self.gap) / self.gap_scale_s,

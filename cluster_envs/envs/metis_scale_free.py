@@ -73,37 +73,40 @@ class ScaleFreeMetisEncoder(MetisEncoder):
         zeroed = JOB_FEATURE_ABLATIONS[job_features][1]
         self._keep = self.layout.slot_mask(n.replace(GAIN, GAIN_PER_HOUR) for n in zeroed)
         self._tau = 0.0
+        self._tau_key: tuple[int, int] | None = None
+        self._profile_feats: dict[int, list[float]] = {}
 
     def time_scale(self, sim: Simulator) -> float:
         """``tau`` (s): median estimated remaining time on one GPU, jobs in the system."""
         ids = np.array([*sim.queue, *sim.active], dtype=np.int64)
         if not len(ids):
             return median_runtime_s(np.zeros(0), np.zeros(0))
-        rates = np.array([self.profile(sim, int(j)).rate(1) for j in ids])
+        rates = np.array([self._rates(sim, j)[0] for j in ids.tolist()])
         return median_runtime_s(sim.estimator.remaining_many(ids), rates)
 
     def encode_slot(self, sim: Simulator, j: int, pending: int) -> np.ndarray:
         """The features of job ``j`` with ``pending`` GPUs tentatively allocated."""
         spec, state, tau = sim.jobs[j], int(sim.state[j]), self._tau
-        est = sim.estimator.estimate(j)
+        estimator, done = sim.estimator, sim.iterations_done(j)
+        est_total = estimator.total_iterations(j)
         total, remaining, fit = (
-            max(est.total_iterations, 1e-9),
-            est.remaining_iterations,
-            est.fitted,
+            max(est_total, 1e-9),
+            max(est_total - done, 0.0),
+            estimator.fitted(j),
         )
         if self.job_features == "oracle":  # ablation only: the hidden truth
             total = spec.total_iterations
-            remaining = max(total - sim.iterations_done(j), 0.0)
+            remaining = max(total - done, 0.0)
             fit = spec.loss_curve
-        frac = min(sim.iterations_done(j) / total, 1.0)
-        curve, prof = curve_integral(spec.model), self.profile(sim, j)
+        frac = min(done / total, 1.0)
+        curve = curve_integral(spec.model)
         q_now = curve.quality(frac)
         if fit is not None:
             curve_feats = (1.0, squash(fit.b0 * total), squash(fit.b1), squash(fit.b2))
         else:
             curve_feats = (0.0, *prior_curve_features(spec.model))
         node = self.node_gpus
-        t1 = prof.iteration_time(1)
+        rate1, gain_rates = self._rates(sim, j)
         step = GAIN_HORIZON_S / total
         row = [
             1.0, state == 1, state == 2, state == 3,
@@ -111,22 +114,40 @@ class ScaleFreeMetisEncoder(MetisEncoder):
             in_nodes(spec.num_gpus, node), in_nodes(spec.min_gpus, node),
             in_nodes(spec.max_gpus, node),
             rel(sim.now_s - spec.submit_time_s, tau), frac, q_now,
-            rel(remaining / prof.rate(1), tau),
+            rel(remaining / rate1, tau),
             squash(float(sim.attained_gpu_s[j]) / (tau * node)),
-            *curve_feats, squash(est.num_observations / OBS_NORM),
-            *(squash(x / t1) for x in prof.theta),
-            *(min(prof.efficiency(n), MAX_EFFICIENCY) / MAX_EFFICIENCY for n in FEATURE_GPUS),
-            *(curve.quality(frac + prof.rate(n) * step) - q_now if n <= spec.max_gpus else 0.0
-              for n in FEATURE_GPUS),
+            *curve_feats, squash(estimator.num_observations(j) / OBS_NORM),
+            *self._profile_features(sim, j),
+            *(0.0 if r is None else curve.quality(frac + r * step) - q_now for r in gain_rates),
         ]  # fmt: skip
         out = np.zeros(self.layout.slot_size, dtype=np.float32)
         out[: len(row)] = row
         out[len(row) + model_index(spec.model)] = 1.0
         return out * self._keep
 
+    def _profile_features(self, sim: Simulator, j: int) -> list[float]:
+        """Job ``j``'s profile thetas (over its 1-GPU time) and efficiencies (cached)."""
+        feats = self._profile_feats.get(j)
+        if feats is None:
+            prof = self.profile(sim, j)
+            t1 = prof.iteration_time(1)
+            feats = [squash(x / t1) for x in prof.theta]
+            feats += [
+                min(prof.efficiency(n), MAX_EFFICIENCY) / MAX_EFFICIENCY for n in FEATURE_GPUS
+            ]
+            self._profile_feats[j] = feats
+        return feats
+
+    def reset(self, seed: int) -> None:
+        """Forget per-episode caches (see MetisEncoder.reset)."""
+        super().reset(seed)
+        self._profile_feats = {}
+
     def encode(self, sim: Simulator, slots: list[int | None], pending: np.ndarray) -> np.ndarray:
         """The observation: every slot (``None`` = empty), then the cluster."""
-        self._tau = self.time_scale(sim)
+        key = (sim.state_version, id(sim))
+        if key != self._tau_key or sim is not self._rows_sim:
+            self._tau, self._tau_key = self.time_scale(sim), key
         obs = np.zeros(self.layout.size, dtype=np.float32)
         rows, _ = self.layout.split(obs)
         quality = self.layout.slot_index("est_quality")
@@ -134,7 +155,7 @@ class ScaleFreeMetisEncoder(MetisEncoder):
         for k, j in enumerate(slots):
             if j is None:
                 continue
-            rows[k] = self.encode_slot(sim, j, int(pending[k]))
+            rows[k] = self.slot_row(sim, j, int(pending[k]))
             quality_sum += float(rows[k, quality])
             present += 1
         inv, c = sim.inventory, self.layout.global_offset

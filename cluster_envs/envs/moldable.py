@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from bisect import bisect_left, bisect_right
 from dataclasses import dataclass
+from itertools import islice
 from typing import Any
 
 import numpy as np
@@ -18,7 +20,7 @@ from cluster_envs.envs.jct_reward import JctReward
 from cluster_envs.envs.scale_free import moldable_encoder
 from cluster_envs.errors import ConfigError, InfeasibleDecisionError
 from cluster_envs.policies.context import PolicyContext
-from cluster_envs.policies.placement import ConsolidatedPlacement
+from cluster_envs.policies.placement import ConsolidatedPlacement, consolidate
 from cluster_envs.types import Allocate, Decision, JobKind, JobSpec
 from cluster_envs.workload import Workload
 
@@ -170,6 +172,8 @@ class MoldableSchedulingEnv(ClusterEnvBase):
         self.reward_weights = {"jct": 1.0}
         self._mask = np.zeros(k * p + 1, dtype=bool)
         self._mask_version = -1
+        self._window: list[int] = []
+        self._window_version = -1
         self._jct = JctReward(config.reward_scale_s)
 
     # ------------------------------------------------------------------ workload
@@ -192,7 +196,7 @@ class MoldableSchedulingEnv(ClusterEnvBase):
 
     # ------------------------------------------------------------------ hooks
     def _on_reset(self) -> None:
-        self._mask_version = -1
+        self._mask_version = self._window_version = -1
         self.encoder.reset()
 
     def _take_action(self, action: int) -> Outcome:
@@ -211,26 +215,29 @@ class MoldableSchedulingEnv(ClusterEnvBase):
         sim = self.sim
         if self._mask_version == sim.state_version:
             return self._mask.copy()
+        window = self._window_ids()
         mask = np.zeros(int(self.action_space.n), dtype=bool)
-        free = sim.inventory.num_free
-        p = len(self.levels)
-        for k, j in enumerate(self._window_ids()):
-            spec = sim.jobs[j]
-            for i, lv in enumerate(self.levels):
-                if spec.min_gpus <= lv <= spec.max_gpus and lv <= free:
-                    mask[k * p + i] = True
+        p, fit = len(self.levels), bisect_right(self.levels, sim.inventory.num_free)
+        for k, j in enumerate(window):  # allowed levels are a contiguous index range
+            lo, hi = self._level_range(j)
+            mask[k * p + lo : k * p + min(hi, fit)] = True
         mask[self.wait_action] = not mask.any() or sim.next_event_time() < math.inf
         self._mask, self._mask_version = mask, sim.state_version
         return mask.copy()
 
     # ------------------------------------------------------------------ internals
     def _window_ids(self) -> list[int]:
-        ids = []
-        for j in self.sim.queue:
-            ids.append(j)
-            if len(ids) == self.config.window:
-                break
-        return ids
+        """The window's job ids (queue order; cached per simulator state version)."""
+        version = self.sim.state_version
+        if self._window_version != version:
+            self._window = list(islice(self.sim.queue, self.config.window))
+            self._window_version = version
+        return self._window
+
+    def _level_range(self, j: int) -> tuple[int, int]:
+        """Indices ``[lo, hi)`` of the levels within job ``j``'s ``[min_gpus, max_gpus]``."""
+        spec = self.sim.jobs[j]
+        return bisect_left(self.levels, spec.min_gpus), bisect_right(self.levels, spec.max_gpus)
 
     def _is_decision_point(self) -> bool:
         """Some window job fits at some level now."""
@@ -247,10 +254,14 @@ class MoldableSchedulingEnv(ClusterEnvBase):
 
     def place(self, job_id: int, num_gpus: int) -> tuple[tuple[int, int], ...]:
         """Where the env puts ``num_gpus`` GPUs of ``job_id`` now (consolidated)."""
-        view = self.sim.view()
-        placement = self.placement_policy.place(
-            view, view.job(job_id), num_gpus, self.sim.inventory.free.copy()
-        )
+        policy, inv = self.placement_policy, self.sim.inventory
+        if type(policy) is ConsolidatedPlacement:  # it reads only node speeds: no view
+            placement = consolidate(
+                inv.free.copy(), inv.speed, num_gpus, policy.strategy, policy.prefer_fast
+            )
+        else:
+            view = self.sim.view()
+            placement = policy.place(view, view.job(job_id), num_gpus, inv.free.copy())
         if placement is None:
             raise InfeasibleDecisionError(f"job {job_id}: {num_gpus} GPUs do not fit")
         return placement

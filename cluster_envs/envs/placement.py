@@ -133,7 +133,7 @@ class JobPlacementEnv(ClusterEnvBase):
     def _take_action(self, action: int) -> Outcome:
         self._tentative[action] += 1
         head = self._head()
-        if int(self._tentative.sum()) < self.sim.jobs[head].num_gpus:
+        if int(np.add.reduce(self._tentative)) < self.sim.jobs[head].num_gpus:
             return DECISION
         placement = make_placement(enumerate(self._tentative.tolist()))
         self._tentative[:] = 0

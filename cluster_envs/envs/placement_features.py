@@ -59,23 +59,45 @@ class PlacementEncoder:
         self.layout = placement_layout(cluster.num_nodes)
         self.space = self.layout.space()
         self.fastest = max(GPU_SPEED[g.gpu_type] for g in cluster.node_groups)
+        self._sim: Simulator | None = None  # the state part below is of this simulator
+        self._key: tuple[int, int] | None = None
+        self._base = np.zeros(self.layout.size, dtype=np.float32)
+        self._big = 1.0
 
     def describe(self) -> list[str]:
         """The name of every observation index."""
         return self.layout.describe()
 
     def encode(self, sim: Simulator, head: int | None, tentative: np.ndarray) -> np.ndarray:
-        """The observation while job ``head`` (None: none) has ``tentative`` GPUs per node."""
-        obs = np.zeros(self.layout.size, dtype=np.float32)
+        """The observation while job ``head`` (None: none) has ``tentative`` GPUs per node.
+
+        Everything but the tentative GPUs is computed once per simulator state and head
+        job (the steps that place one job's GPUs change only those fields).
+        """
         if head is None:
-            return obs
+            return np.zeros(self.layout.size, dtype=np.float32)
+        key = (sim.state_version, head)
+        if sim is not self._sim or key != self._key:
+            self._base = self._state_part(sim, head)
+            self._sim, self._key = sim, key
+        obs = self._base.copy()
+        inv = sim.inventory
+        spec = sim.jobs[head]
+        nodes = obs[: self.layout.global_offset].reshape(inv.num_nodes, self.layout.slot_size)
+        nodes[:, 0] = (inv.free - tentative) / inv.total
+        nodes[:, 1] = tentative / spec.num_gpus
+        left = spec.num_gpus - int(np.add.reduce(tentative))
+        obs[self.layout.global_offset] = min(left / (JOB_GPUS_NORM_NODES * self._big), 1.0)
+        return obs
+
+    def _state_part(self, sim: Simulator, head: int) -> np.ndarray:
+        """The fields that do not depend on the tentative GPUs."""
+        obs = np.zeros(self.layout.size, dtype=np.float32)
         inv = sim.inventory
         n = inv.num_nodes
         spec = sim.jobs[head]
-        big = float(inv.total.max())
+        big = self._big = float(inv.total.max())
         nodes = np.zeros((n, self.layout.slot_size), dtype=np.float32)
-        nodes[:, 0] = (inv.free - tentative) / inv.total
-        nodes[:, 1] = tentative / spec.num_gpus
         nodes[:, 2] = inv.speed / self.fastest
         nodes[:, 3] = inv.total / big
         contention = sim.contention
@@ -85,13 +107,11 @@ class PlacementEncoder:
             nodes[:, 5] = np.minimum(crowd / JOBS_PER_NODE_NORM, 1.0)
         obs[: self.layout.global_offset] = nodes.ravel()
         c = self.layout.global_offset
-        left = spec.num_gpus - int(tentative.sum())
-        obs[c] = min(left / (JOB_GPUS_NORM_NODES * big), 1.0)
         obs[c + 1] = min(spec.num_gpus / (JOB_GPUS_NORM_NODES * big), 1.0)
         rate = spec.speed.throughput(
             packed_shape(spec.num_gpus, int(big)), self.fastest, inv.network_speed
         )
-        obs[c + 2] = norm_time(sim.estimator.estimate(head).remaining_iterations / rate)
+        obs[c + 2] = norm_time(sim.estimator.remaining(head) / rate)
         obs[c + 3 + model_index(spec.model)] = 1.0
         c += len(JOB_FIELDS)
         obs[c] = min(np.log1p(len(sim.queue)) / np.log1p(QUEUE_NORM), 1.0)

@@ -78,6 +78,9 @@ def median_runtime_s(remaining_iterations: np.ndarray, rates: np.ndarray) -> flo
 
 def rel(seconds: float | np.ndarray, tau: float) -> Any:
     """A duration relative to ``tau``: ``t / (t + tau)`` in [0, 1) (0 for t <= 0)."""
+    if isinstance(seconds, float):  # scalar fast path, the same values as np.maximum
+        t = seconds if seconds > 0.0 or seconds != seconds else 0.0
+        return t / (t + tau)
     t = np.maximum(seconds, 0.0)
     return t / (t + tau)
 
@@ -132,7 +135,7 @@ class ScaleFreeMoldableEncoder(MoldableEncoder):
         slots, _ = self.layout.split(obs)
         for k, j in enumerate(window):
             spec = sim.jobs[j]
-            left = sim.estimator.estimate(j).remaining_iterations
+            left = sim.estimator.remaining(j)
             row = slots[k]
             row[0] = 1.0
             row[1] = rel(sim.now_s - spec.submit_time_s, tau)
@@ -224,9 +227,9 @@ class ScaleFreePlacementEncoder(PlacementEncoder):
         big = int(inv.total.max())
         tau = self._time_scale(sim, big)
         spec, c = sim.jobs[head], lay.global_offset
-        obs[c] = in_nodes(spec.num_gpus - int(tentative.sum()), big)
+        obs[c] = in_nodes(spec.num_gpus - int(np.add.reduce(tentative)), big)
         obs[c + 1] = in_nodes(spec.num_gpus, big)
-        left = sim.estimator.estimate(head).remaining_iterations
+        left = sim.estimator.remaining(head)
         obs[c + 2] = rel(left / self._packed_rate(sim, head, big), tau)
         obs[c + 3 + model_index(spec.model)] = 1.0
         c += 3 + len(MODEL_NAMES)

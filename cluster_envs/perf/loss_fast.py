@@ -56,22 +56,39 @@ def fit_arrays(k_arr: np.ndarray, loss_arr: np.ndarray, w: np.ndarray) -> LossCu
     """:func:`fit_loss_curve_fast` on validated float arrays (no checks; hot path)."""
     lo = float(loss_arr.min())
     b2 = (B2_GRID * lo)[:, None]  # (G, 1)
-    y = 1.0 / np.maximum(loss_arr[None, :] - b2, PARAM_FLOOR)  # (G, n)
+    # Hot path: few numpy calls. Row sums of equal length are reduced together (one
+    # reduce over the last axis of a stack gives each row the same sum as alone).
+    sums = np.empty((3, len(B2_GRID), len(k_arr)))
+    gap = np.subtract(loss_arr, b2, out=sums[2])  # (G, n), then floored in place
+    np.maximum(gap, PARAM_FLOOR, out=gap)
+    y = 1.0 / gap
     # Weighted regression of y on k, in closed form per grid row. The transform
     # stretches errors by (l - b2)^-2, so weigh by (l - b2)^2 to approximate loss space.
-    wy = w[None, :] * np.maximum(loss_arr[None, :] - b2, PARAM_FLOOR) ** 2
-    sw = wy.sum(axis=1)
-    mk = (wy * k_arr).sum(axis=1) / sw
-    my = (wy * y).sum(axis=1) / sw
-    dk = k_arr[None, :] - mk[:, None]
-    var = (wy * dk * dk).sum(axis=1)
-    cov = (wy * dk * (y - my[:, None])).sum(axis=1)
-    b0 = np.where(var > 0, cov / np.where(var > 0, var, 1.0), 0.0)
-    b0 = np.maximum(b0, PARAM_FLOOR)
+    wy = np.multiply(gap, gap, out=sums[0])
+    wy *= w
+    np.multiply(wy, k_arr, out=sums[1])
+    np.multiply(wy, y, out=sums[2])
+    sw, swk, swy = np.add.reduce(sums, axis=2)
+    mk = swk / sw
+    my = swy / sw
+    dk = k_arr - mk[:, None]
+    wdk = wy * dk
+    y -= my[:, None]
+    np.multiply(wdk, dk, out=sums[1])
+    np.multiply(wdk, y, out=sums[2])
+    var, cov = np.add.reduce(sums[1:], axis=2)
+    ok = var > 0
+    b0 = np.where(ok, cov / np.where(ok, var, 1.0), 0.0)
+    np.maximum(b0, PARAM_FLOOR, out=b0)
     b1 = np.maximum(my - b0 * mk, PARAM_FLOOR)
-    pred = 1.0 / (b0[:, None] * k_arr[None, :] + b1[:, None]) + b2
-    err = (w[None, :] * (pred - loss_arr[None, :]) ** 2).sum(axis=1)
-    best = int(np.argmin(err))
+    pred = np.multiply.outer(b0, k_arr)
+    pred += b1[:, None]
+    np.divide(1.0, pred, out=pred)
+    pred += b2
+    pred -= loss_arr
+    pred *= pred
+    pred *= w
+    best = int(np.argmin(np.add.reduce(pred, axis=1)))
     return LossCurveParams(b0=float(b0[best]), b1=float(b1[best]), b2=float(b2[best, 0]))
 
 

@@ -110,6 +110,7 @@ class WorkEstimator:
         self._rng: list[np.random.Generator | None] = [None] * n
         self._fit: list[LossCurveParams | None] = [None] * n
         self._fit_count = [0] * n
+        self._fit_count_arr = np.zeros(n, dtype=np.int64)  # the same, for vector reads
         self._total = np.full(n, np.nan)
         self._interval = np.zeros(n)
 
@@ -180,9 +181,7 @@ class WorkEstimator:
         for j in ids[np.isnan(self._prior[ids]) | (self._interval[ids] <= 0)]:
             self.interval(int(j))
         counts = np.floor(done / self._interval[ids])
-        due = counts >= np.maximum(
-            MIN_OBSERVATIONS, np.asarray(self._fit_count)[ids] * REFIT_GROWTH
-        )
+        due = counts >= np.maximum(MIN_OBSERVATIONS, self._fit_count_arr[ids] * REFIT_GROWTH)
         for j in ids[due]:
             self.total_iterations(int(j))  # refits at its milestone (or skips, no curve)
         total = np.where(np.isnan(self._total[ids]), self._prior[ids], self._total[ids])
@@ -216,17 +215,32 @@ class WorkEstimator:
             ks, losses = ks[idx], losses[idx]
         fit = fit_arrays(ks, losses, ramp_weights(ks))
         self._fit[j] = fit
-        self._fit_count[j] = milestone
+        self._fit_count[j] = self._fit_count_arr[j] = milestone
         prior = self.prior(j)
         total = iterations_to_target(fit, target)
         if not math.isfinite(total):
             total = max(prior, 2.0 * float(ks[-1]))
         self._total[j] = min(total, MAX_PRIOR_MULTIPLE * prior)
 
+    def num_observations(self, j: int) -> int:
+        """Loss observations job ``j`` has logged so far (without generating them)."""
+        if self.sim.jobs[j].loss_curve is None:
+            return 0
+        step = self._interval[j] if self._interval[j] > 0 else self.interval(j)
+        return max(len(self._k[j]), int(self.sim.iterations_done(j) // step))
+
+    def remaining(self, j: int) -> float:
+        """``estimate(j).remaining_iterations`` without building the estimate."""
+        return max(self.total_iterations(j) - self.sim.iterations_done(j), 0.0)
+
+    def fitted(self, j: int) -> LossCurveParams | None:
+        """Job ``j``'s latest fitted loss curve (``None`` before its first fit)."""
+        return self._fit[j]
+
     def estimate(self, j: int) -> JobEstimate:
         """The current estimate of job ``j``'s length."""
         total = self.total_iterations(j)
-        count = self._observe(j)
+        count = self.num_observations(j)
         fitted = self._fit[j]
         return JobEstimate(
             total_iterations=total,

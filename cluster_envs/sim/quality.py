@@ -55,6 +55,7 @@ MIN_FRACTION_SPAN = 1e-12
 #: Quality curve of jobs whose model has none (quality = fraction of training done).
 LINEAR_QUALITY = QualityCurve((0.0, 1.0), (0.0, 1.0))
 _HOUR_S = 3600.0
+_PENDING = int(JobState.PENDING)
 
 
 @dataclass(frozen=True)
@@ -162,6 +163,8 @@ class QualityTracker(SimObserver):
         self.window_area = np.zeros(n)
         self.reach_s = np.full(n, np.nan)
         self.gap_area = 0.0
+        self._terms = (0.0, 0.0, 0.0)
+        self._terms_version = -1
 
     def fraction(self, j: int) -> float:
         """Fraction of job ``j``'s training done now (1 once finished)."""
@@ -189,44 +192,82 @@ class QualityTracker(SimObserver):
         if dt <= 0:
             return
         sim = self.sim
-        for j in (*sim.queue, *sim.active):
-            curve = self.curves[j]
-            f0 = self.fraction(j)
-            f1 = min(f0 + float(sim.rate[j]) * dt / self.total[j], 1.0)
+        ids = [*sim.queue, *sim.active]
+        if not ids:
+            return
+        # Fractions of every job at once (the same float operations as fraction(j)),
+        # then one scalar pass in plain floats: the sums keep their job order.
+        idx = np.array(ids, dtype=np.int64)
+        total = self.total[idx]
+        rate = sim.rate[idx]
+        done = sim.progress[idx] + rate * (sim.now_s - sim.last_update_s[idx])
+        f0s = np.minimum(done / total, 1.0)
+        f1s = np.minimum(f0s + rate * dt / total, 1.0)
+        window_s = self.settings.window_s
+        curves, final, submit = self.curves, self.final, self.submit
+        window_area, target_fraction, reach_s = self.window_area, self.target_fraction, self.reach_s
+        gap = self.gap_area
+        for j, f0, f1 in zip(ids, f0s.tolist(), f1s.tolist(), strict=True):
+            curve = curves[j]
             area = curve.time_integral(f0, f1, dt)
-            self.gap_area += float(self.final[j]) * dt - area
-            end = self.submit[j] + self.settings.window_s
+            gap += float(final[j]) * dt - area
+            end = submit[j] + window_s
             if t1 <= end:
-                self.window_area[j] += area
+                window_area[j] += area
             elif t0 < end:
                 fe = f0 + (f1 - f0) * (end - t0) / dt
-                self.window_area[j] += curve.time_integral(f0, fe, end - t0)
-            target = self.target_fraction[j]
-            if math.isnan(self.reach_s[j]) and f1 >= target:
+                window_area[j] += curve.time_integral(f0, fe, end - t0)
+            target = target_fraction[j]
+            if f1 >= target and math.isnan(reach_s[j]):
                 share = 0.0 if f0 >= target else (target - f0) / (f1 - f0)
-                self.reach_s[j] = t0 + share * dt
+                reach_s[j] = t0 + share * dt
+        self.gap_area = gap
 
-    def _held(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def _current(self) -> tuple[list[int], list[float]]:
+        """The jobs in the system (queue, then running) and their quality now."""
+        sim = self.sim
+        ids = [*sim.queue, *sim.active]
+        if not ids:
+            return ids, []
+        idx = np.array(ids, dtype=np.int64)
+        done = sim.progress[idx] + sim.rate[idx] * (sim.now_s - sim.last_update_s[idx])
+        fracs = np.minimum(done / self.total[idx], 1.0).tolist()
+        curves = self.curves
+        return ids, [curves[j].quality(f) for j, f in zip(ids, fracs, strict=True)]
+
+    def _held(
+        self, current: tuple[list[int], list[float]] | None = None
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Per job: window area with its last quality held to the window's end, that
         last quality, and the reach times (a job finished within one instant reached its
         quality at its end)."""
         sim = self.sim
-        n = len(sim.jobs)
-        now, window = sim.now_s, self.settings.window_s
-        area = self.window_area.copy()
-        last_q = np.zeros(n)
+        ids, q_now = current if current is not None else self._current()
+        finish = sim.finish_s
+        finished = ~np.isnan(finish)
+        submitted = sim.state != _PENDING  # never submitted: quality 0 throughout
+        last_q = np.where(finished, self.final, 0.0)
+        last_q[ids] = q_now
         reach = self.reach_s.copy()
-        for j in range(n):
-            if sim.state[j] == JobState.PENDING:  # never submitted: quality 0 throughout
-                continue
-            finished = not math.isnan(sim.finish_s[j])
-            covered = float(sim.finish_s[j]) if finished else now
-            last_q[j] = self.quality(j)
-            if finished and math.isnan(reach[j]):
-                reach[j] = covered
-            held = self.submit[j] + window - max(covered, self.submit[j])
-            area[j] += last_q[j] * max(held, 0.0)
+        fill = finished & np.isnan(reach)
+        reach[fill] = finish[fill]
+        covered = np.where(finished, finish, sim.now_s)
+        held = self.submit + self.settings.window_s - np.maximum(covered, self.submit)
+        area = self.window_area.copy()
+        area[submitted] += (last_q * np.maximum(held, 0.0))[submitted]
         return area, last_q, reach
+
+    def reward_terms(self) -> tuple[float, float, float]:
+        """``(total_quality(), gap_area, projected_auc_job_windows())`` in one pass
+        (recomputed only when the simulator's state version moved)."""
+        version = self.sim.state_version
+        if self._terms_version != version:
+            current = self._current()
+            done = float(self.final[~np.isnan(self.sim.finish_s)].sum())
+            total = done + sum(current[1])
+            auc = float(self._held(current)[0].sum() / self.settings.window_s)
+            self._terms, self._terms_version = (total, self.gap_area, auc), version
+        return self._terms
 
     def projected_auc_job_windows(self) -> float:
         """``quality_auc * n`` if the episode stopped now (every submitted job's current
