@@ -85,8 +85,7 @@ class NativeVecEnv(VecEnv):
             masks = self.venv.action_masks()
             return list(masks[self._get_indices(indices)])
         return [
-            getattr(env, method_name)(*method_args, **method_kwargs)
-            for env in self._envs(indices)
+            getattr(env, method_name)(*method_args, **method_kwargs) for env in self._envs(indices)
         ]
 
     def get_attr(self, attr_name: str, indices: VecEnvIndices = None) -> list[Any]:

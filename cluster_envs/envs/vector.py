@@ -162,7 +162,7 @@ class ClusterVectorEnv(VectorEnv):
 
     def close_extras(self, **kwargs: Any) -> None:
         """Close every sub-env."""
-        for env in self.envs:
+        for env in getattr(self, "envs", ()):  # () when __init__ failed
             env.close()
 
     # ------------------------------------------------------------------ unbatched infos
@@ -252,8 +252,7 @@ class ClusterVectorEnv(VectorEnv):
                     arr = arr.reshape(shape)
                 else:
                     raise ValueError(
-                        f"actions must have shape {shape} for {n} envs of {space}, "
-                        f"got {arr.shape}"
+                        f"actions must have shape {shape} for {n} envs of {space}, got {arr.shape}"
                     )
             return arr
 
