@@ -1,0 +1,169 @@
+"""Native vector env vs ``SyncVectorEnv``: env steps per second with N sub-envs.
+
+For every env id (default preset) and N sub-envs, steps three variants with the same
+masked-random actions, interleaved round by round so machine noise hits all alike:
+
+* ``sync``: ``gym.make_vec(id, N, vectorization_mode="sync")`` (``SyncVectorEnv`` of
+  ``gym.make`` envs with their wrappers, SAME_STEP autoreset like the native env),
+  masks through ``call("action_masks")``;
+* ``native``: ``gym.make_vec(id, N, vectorization_mode="vector_entry_point")``,
+  masks through ``action_masks()``;
+* ``bare loop``: N bare env instances stepped in a plain Python loop (no batching, no
+  infos) -- the floor any vector env pays for the simulator and encoders themselves.
+
+Timed: the ``step`` calls and the mask reads (CPU time of this process); not timed: the
+random choice of actions. The bare loop's share of ``sync`` bounds the native env's
+possible speed-up: ``sync / bare`` is the most any wrapper-free vector env can gain.
+
+Usage: ``.venv/bin/python benchmarks/bench_vector_env.py [--num-envs 16] [--steps 60]
+[--rounds 3]``. Writes ``benchmarks/results/vector_env.json`` and ``vector_env.md``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+from gymnasium.vector import AutoresetMode
+
+import cluster_envs  # noqa: F401  (registers the ids)
+from cluster_envs.envs.registration import ENV_SPECS, env_ids, short_env_id
+
+ROOT = Path(__file__).resolve().parents[1]
+RESULTS = ROOT / "benchmarks" / "results"
+
+
+def _choose(rng: np.random.Generator, masks: np.ndarray, space: gym.Space) -> np.ndarray:
+    """One masked-random action per sub-env (per-slot masks for MultiDiscrete)."""
+    if isinstance(space, gym.spaces.Discrete):
+        return np.array([rng.choice(np.flatnonzero(m)) for m in masks], dtype=np.int64)
+    assert isinstance(space, gym.spaces.MultiDiscrete)
+    k = len(space.nvec)
+    return np.stack([
+        np.array([rng.choice(np.flatnonzero(r)) for r in m.reshape(k, -1)], dtype=np.int64)
+        for m in masks
+    ])  # fmt: skip
+
+
+class _Bare:
+    """N bare envs in a loop: step, autoreset, mask -- nothing else."""
+
+    def __init__(self, env_id: str, n: int) -> None:
+        creator = gym.envs.registration.load_env_creator(ENV_SPECS[env_id][0])
+        self.envs = [creator() for _ in range(n)]
+
+    def reset(self, seed: int) -> None:
+        for i, env in enumerate(self.envs):
+            env.reset(seed=seed + i)
+
+    def step(self, actions: np.ndarray) -> None:
+        for env, a in zip(self.envs, actions, strict=True):
+            _, _, te, tr, _ = env.step(a)
+            if te or tr:
+                env.reset()
+
+    def masks(self) -> np.ndarray:
+        return np.stack([env.action_masks() for env in self.envs])
+
+
+def _variants(env_id: str, n: int) -> dict[str, tuple[Any, Callable[[], np.ndarray]]]:
+    sync = gym.make_vec(
+        env_id, num_envs=n, vectorization_mode="sync",
+        vector_kwargs={"autoreset_mode": AutoresetMode.SAME_STEP},
+    )  # fmt: skip
+    native = gym.make_vec(env_id, num_envs=n, vectorization_mode="vector_entry_point")
+    bare = _Bare(env_id, n)
+    return {
+        "sync": (sync, lambda: np.stack(sync.call("action_masks"))),
+        "native": (native, native.action_masks),  # type: ignore[attr-defined]
+        "bare loop": (bare, bare.masks),
+    }
+
+
+def measure(env_id: str, n: int, steps: int, rounds: int) -> dict[str, Any]:
+    """CPU seconds per env step of each variant, ``rounds`` interleaved rounds."""
+    variants = _variants(env_id, n)
+    space = gym.make(env_id).action_space
+    cpu: dict[str, float] = dict.fromkeys(variants, 0.0)
+    for r in range(rounds):
+        for name, (venv, masks) in variants.items():
+            venv.reset(seed=1000 * r)
+            rng = np.random.default_rng(r)
+            spent = 0.0
+            t = time.process_time()
+            m = masks()
+            spent += time.process_time() - t
+            for _ in range(steps):
+                actions = _choose(rng, m, space)
+                t = time.process_time()
+                venv.step(actions)
+                m = masks()
+                spent += time.process_time() - t
+            cpu[name] += spent
+    total = n * steps * rounds
+    sps = {name: total / s for name, s in cpu.items()}
+    return {
+        "env_id": env_id,
+        "num_envs": n,
+        "env_steps_per_variant": total,
+        "steps_per_s": {k: round(v, 1) for k, v in sps.items()},
+        "native_vs_sync": round(sps["native"] / sps["sync"], 3),
+        "bare_vs_sync": round(sps["bare loop"] / sps["sync"], 3),
+        "sync_overhead_share": round(1 - sps["sync"] / sps["bare loop"], 3),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--num-envs", type=int, default=16)
+    parser.add_argument("--steps", type=int, default=60, help="vector steps per round")
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--env", action="append", help="env id (default: all)")
+    parser.add_argument("--label", default="", help="tag of this run in the results")
+    args = parser.parse_args()
+    command = (
+        f".venv/bin/python benchmarks/bench_vector_env.py --num-envs {args.num_envs} "
+        f"--steps {args.steps} --rounds {args.rounds}"
+    )
+    rows = []
+    for env_id in args.env or env_ids():
+        row = measure(env_id, args.num_envs, args.steps, args.rounds)
+        print(json.dumps(row), flush=True)
+        rows.append(row)
+    write(rows, command)
+
+
+def write(rows: list[dict[str, Any]], command: str) -> None:
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    (RESULTS / "vector_env.json").write_text(
+        json.dumps({"command": command, "results": rows}, indent=2) + "\n"
+    )
+    lines = [
+        f"# Native vector env vs SyncVectorEnv (`{command}`)",
+        "",
+        "Env steps per CPU second, masked-random actions, default presets, SAME_STEP",
+        "autoreset for both; rounds interleaved. `bare loop` = the bare envs stepped in a",
+        "Python loop (the simulator + encoder floor; `bare / sync` is the most any vector",
+        "env without wrappers can gain).",
+        "",
+        "| env | N | sync steps/s | native steps/s | bare loop steps/s | native / sync | bare / sync |",
+        "|---|---:|---:|---:|---:|---:|---:|",
+    ]
+    for r in rows:
+        s = r["steps_per_s"]
+        lines.append(
+            f"| {short_env_id(r['env_id'])} | {r['num_envs']} | {s['sync']:,.0f} | "
+            f"{s['native']:,.0f} | {s['bare loop']:,.0f} | {r['native_vs_sync']:.2f} | "
+            f"{r['bare_vs_sync']:.2f} |"
+        )
+    (RESULTS / "vector_env.md").write_text("\n".join(lines) + "\n")
+
+
+if __name__ == "__main__":
+    main()
