@@ -21,18 +21,22 @@ from typing import Any
 import gymnasium as gym
 from stable_baselines3.common.env_util import make_vec_env
 from stable_baselines3.common.monitor import Monitor
-from stable_baselines3.common.vec_env import DummyVecEnv, VecEnv, VecNormalize
+from stable_baselines3.common.vec_env import DummyVecEnv, VecEnv, VecMonitor, VecNormalize
 
 import cluster_envs  # noqa: F401  (registers the env ids)
 from agents.config import Hyperparams
 from agents.native_vec import native_vec_env
+from agents.native_vec_proc import ProcNativeVecEnv
 from cluster_envs.envs.registration import resolve_env_id
 from cluster_envs.errors import ConfigError
 
 #: Offset between the training seed and the evaluation env's seed.
 EVAL_SEED_OFFSET = 10_000
-#: How training envs are vectorised: ``native`` (the default) or ``dummy``.
-VEC_ENV_KINDS = ("native", "dummy")
+#: How training envs are vectorised: ``native`` (the default), ``native-subproc``
+#: (:data:`SUBPROC_WORKERS` processes of native vector envs) or ``dummy``.
+VEC_ENV_KINDS = ("native", "native-subproc", "dummy")
+#: Worker processes of ``vec_env="native-subproc"``.
+SUBPROC_WORKERS = 2
 
 
 def check_env_id(env_id: str) -> str:
@@ -61,8 +65,10 @@ def make_env(env_id: str, env_kwargs: dict[str, Any]) -> gym.Env:
 def make_train_env(params: Hyperparams, seed: int, vec_env: str = "native") -> VecEnv:
     """``n_envs`` seeded, monitored training envs (normalised if configured).
 
-    ``vec_env``: ``"native"`` (one batched vector env) or ``"dummy"`` (``DummyVecEnv`` of
-    ``Monitor``-wrapped ``gym.make`` envs); both play the same episodes.
+    ``vec_env``: ``"native"`` (one batched vector env in this process),
+    ``"native-subproc"`` (the envs split over :data:`SUBPROC_WORKERS` processes, each a
+    native vector env) or ``"dummy"`` (``DummyVecEnv`` of ``Monitor``-wrapped
+    ``gym.make`` envs); all play the same episodes.
     """
     if vec_env not in VEC_ENV_KINDS:
         raise ConfigError(f"vec_env must be one of {list(VEC_ENV_KINDS)}, got {vec_env!r}")
@@ -70,6 +76,12 @@ def make_train_env(params: Hyperparams, seed: int, vec_env: str = "native") -> V
     venv: VecEnv
     if vec_env == "native":
         venv = native_vec_env(check_env_id(params.env_id), params.n_envs, seed, params.env_kwargs)
+    elif vec_env == "native-subproc":
+        procs = ProcNativeVecEnv(
+            check_env_id(params.env_id), params.n_envs, SUBPROC_WORKERS, params.env_kwargs
+        )
+        procs.seed(seed)
+        venv = VecMonitor(procs)
     else:
         venv = make_vec_env(
             params.env_id,

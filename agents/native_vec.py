@@ -30,6 +30,28 @@ from cluster_envs.envs.vector import ClusterVectorEnv
 MASKS_METHOD = "action_masks"
 
 
+def sb3_infos(
+    infos: list[dict[str, Any]],
+    terminated: np.ndarray,
+    truncated: np.ndarray,
+    reset_infos: list[dict[str, Any]],
+) -> np.ndarray:
+    """SAME_STEP infos -> SB3's, in place; the dones.
+
+    A done env's entry becomes its last step's info with ``terminal_observation`` and
+    ``TimeLimit.truncated``; the first info of its next episode goes to ``reset_infos``.
+    """
+    dones = terminated | truncated
+    for i in np.flatnonzero(dones):
+        reset_info = dict(infos[i])
+        final = dict(reset_info.pop("final_info"))
+        final["terminal_observation"] = reset_info.pop("final_obs")
+        final["TimeLimit.truncated"] = bool(truncated[i] and not terminated[i])
+        reset_infos[i] = reset_info
+        infos[i] = final
+    return dones
+
+
 class NativeVecEnv(VecEnv):
     """SB3 ``VecEnv`` API over a :class:`ClusterVectorEnv` (see the module docstring)."""
 
@@ -57,16 +79,8 @@ class NativeVecEnv(VecEnv):
             raise RuntimeError("NativeVecEnv.step_wait() without step_async()")
         obs, rewards, terminated, truncated, infos = self.venv.step_unbatched(self._actions)
         self._actions = None
-        dones = terminated | truncated
-        out: list[dict[str, Any]] = infos
-        for i in np.flatnonzero(dones):
-            reset_info = dict(infos[i])
-            final = dict(reset_info.pop("final_info"))
-            final["terminal_observation"] = reset_info.pop("final_obs")
-            final["TimeLimit.truncated"] = bool(truncated[i] and not terminated[i])
-            self.reset_infos[i] = reset_info
-            out[i] = final
-        return obs, rewards.astype(np.float32), dones, out
+        dones = sb3_infos(infos, terminated, truncated, self.reset_infos)
+        return obs, rewards.astype(np.float32), dones, infos
 
     def close(self) -> None:
         """Close the vector env."""

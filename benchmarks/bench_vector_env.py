@@ -11,8 +11,9 @@ masked-random actions, interleaved round by round so machine noise hits all alik
 * ``bare loop``: N bare env instances stepped in a plain Python loop (no batching, no
   infos) -- the floor any vector env pays for the simulator and encoders themselves.
 
-Timed: the ``step`` calls and the mask reads (CPU time of this process); not timed: the
-random choice of actions. The bare loop's share of ``sync`` bounds the native env's
+Timed: ``reset``, the ``step`` calls and the mask reads (CPU time of this process),
+every variant in turn at each vector step on the same states (checked: equal masks);
+not timed: the random choice of actions. The bare loop's share of ``sync`` bounds the native env's
 possible speed-up: ``sync / bare`` is the most any wrapper-free vector env can gain.
 
 Usage: ``.venv/bin/python benchmarks/bench_vector_env.py [--num-envs 16] [--steps 60]
@@ -87,25 +88,32 @@ def _variants(env_id: str, n: int) -> dict[str, tuple[Any, Callable[[], np.ndarr
 
 
 def measure(env_id: str, n: int, steps: int, rounds: int) -> dict[str, Any]:
-    """CPU seconds per env step of each variant, ``rounds`` interleaved rounds."""
+    """CPU seconds per env step of each variant, interleaved step by step.
+
+    All variants start from the same seeds and get the same actions, so they walk the
+    same states; each vector step runs every variant in turn (noise hits all alike).
+    """
     variants = _variants(env_id, n)
     space = gym.make(env_id).action_space
     cpu: dict[str, float] = dict.fromkeys(variants, 0.0)
     for r in range(rounds):
-        for name, (venv, masks) in variants.items():
-            venv.reset(seed=1000 * r)
-            rng = np.random.default_rng(r)
-            spent = 0.0
+        rng = np.random.default_rng(r)
+        masks: dict[str, np.ndarray] = {}
+        for name, (venv, get_masks) in variants.items():
             t = time.process_time()
-            m = masks()
-            spent += time.process_time() - t
-            for _ in range(steps):
-                actions = _choose(rng, m, space)
+            venv.reset(seed=1000 * r)
+            masks[name] = get_masks()
+            cpu[name] += time.process_time() - t
+        for _ in range(steps):
+            ref = masks["sync"]
+            for name in variants:  # same states, same masks
+                np.testing.assert_array_equal(masks[name], ref)
+            actions = _choose(rng, ref, space)
+            for name, (venv, get_masks) in variants.items():
                 t = time.process_time()
                 venv.step(actions)
-                m = masks()
-                spent += time.process_time() - t
-            cpu[name] += spent
+                masks[name] = get_masks()
+                cpu[name] += time.process_time() - t
     total = n * steps * rounds
     sps = {name: total / s for name, s in cpu.items()}
     return {
@@ -148,7 +156,7 @@ def write(rows: list[dict[str, Any]], command: str) -> None:
         f"# Native vector env vs SyncVectorEnv (`{command}`)",
         "",
         "Env steps per CPU second, masked-random actions, default presets, SAME_STEP",
-        "autoreset for both; rounds interleaved. `bare loop` = the bare envs stepped in a",
+        "autoreset for both; variants interleaved step by step on the same states. `bare loop` = the bare envs stepped in a",
         "Python loop (the simulator + encoder floor; `bare / sync` is the most any vector",
         "env without wrappers can gain).",
         "",

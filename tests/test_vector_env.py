@@ -17,6 +17,7 @@ from agents.native_vec import NativeVecEnv
 from agents.train import train
 from cluster_envs.envs.registration import env_ids
 from cluster_envs.envs.vector import ClusterVectorEnv
+from cluster_envs.envs.vector_info import batch_infos
 from cluster_envs.errors import ConfigError
 
 TOY: dict[str, Any] = {"preset": "toy"}
@@ -90,6 +91,45 @@ def test_native_envs_play_the_episodes_of_single_envs(env_id: str) -> None:
     assert (ends >= 2).all(), f"every sub-env should have auto-reset twice, got {ends}"
 
 
+def _add_info_one_by_one(infos: list[dict[str, Any]]) -> dict[str, Any]:
+    """Gymnasium's own batching, one env at a time (the reference for batch_infos)."""
+    ref = gym.vector.SyncVectorEnv([lambda: gym.make("CartPole-v1")] * len(infos))
+    out: dict[str, Any] = {}
+    for i, info in enumerate(infos):
+        out = ref._add_info(out, info, i)
+    return out
+
+
+def _assert_same_infos(a: dict[str, Any], b: dict[str, Any]) -> None:
+    assert sorted(a) == sorted(b)
+    for key, value in a.items():
+        if isinstance(value, dict):
+            _assert_same_infos(value, b[key])
+        elif value.dtype == object:
+            assert [type(v) for v in value] == [type(v) for v in b[key]], key
+            for x, y in zip(value, b[key], strict=True):
+                np.testing.assert_array_equal(x, y)
+        else:
+            assert value.dtype == b[key].dtype and value.shape == b[key].shape, key
+            np.testing.assert_array_equal(value, b[key])
+
+
+@pytest.mark.parametrize("env_id", [MOLDABLE, "cluster_envs/MetisAllocation-v0"])
+def test_batched_infos_equal_gymnasiums_add_info(env_id: str) -> None:
+    venv = ClusterVectorEnv(env_id, 3, **TOY)
+    infos = venv.reset_unbatched(seed=2)
+    _assert_same_infos(batch_infos(infos), _add_info_one_by_one(infos))
+    rng = np.random.default_rng(0)
+    for _ in range(600):
+        masks = venv.action_masks()
+        actions = np.stack([_masked_action(rng, m, venv.single_action_space) for m in masks])
+        *_, terminated, truncated, infos = venv.step_unbatched(actions)
+        if (terminated | truncated).any():
+            break
+    assert any("final_info" in info for info in infos), "no episode ended"
+    _assert_same_infos(batch_infos(infos), _add_info_one_by_one(infos))
+
+
 @pytest.mark.parametrize("bad", [0, -2, 2.5, "4", True, None])
 def test_bad_num_envs_is_a_clear_error(bad: Any) -> None:
     with pytest.raises(ConfigError, match="num_envs"):
@@ -119,15 +159,16 @@ def test_sb3_adapter_matches_dummy_vec_env_exactly() -> None:
     params = resolve_hyperparams("maskable_ppo", MOLDABLE, hp, TOY, 2)
     torch.set_num_threads(1)
     weights, returns = {}, {}
-    for kind in ("dummy", "native"):
+    for kind in ("dummy", "native", "native-subproc"):
         env = make_train_env(params, 3, kind)
         model = MaskablePPO(env=env, seed=3, device="cpu", verbose=0, **params.model_kwargs())
         model.learn(192)
         weights[kind] = torch.cat([p.flatten() for p in model.policy.parameters()])
         returns[kind] = [round(float(e["r"]), 3) for e in model.ep_info_buffer or []]
         env.close()
-    assert returns["native"] and returns["native"] == pytest.approx(returns["dummy"], abs=2e-3)
-    assert torch.equal(weights["native"], weights["dummy"])
+    for kind in ("native", "native-subproc"):
+        assert returns[kind] and returns[kind] == pytest.approx(returns["dummy"], abs=2e-3)
+        assert torch.equal(weights[kind], weights["dummy"]), kind
 
 
 def test_adapter_masks_and_terminal_observation() -> None:

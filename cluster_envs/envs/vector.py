@@ -16,7 +16,8 @@ Contract (tested against N single envs in ``tests/test_vector_env.py``):
 * Autoreset mode ``SAME_STEP`` (``metadata["autoreset_mode"]``): the step that ends an
   episode returns the *first* observation of the next one, with the last observation
   in ``infos["final_obs"]`` and the last info in ``infos["final_info"]`` (Gymnasium's
-  layout: every info key ``k`` is a batched array with a boolean mask ``infos["_k"]``).
+  layout: every info key ``k`` is a batched array with a boolean mask ``infos["_k"]``,
+  built key by key by :func:`cluster_envs.envs.vector_info.batch_infos`).
   No step is wasted on a reset, and this is the convention SB3's ``VecEnv`` uses.
 * ``action_masks()`` returns the ``(N, n_actions)`` masks of the current states (the
   same as ``infos["action_mask"]``); :meth:`step_unbatched` returns per-env info dicts
@@ -36,6 +37,7 @@ from gymnasium.vector.utils import batch_space
 
 from cluster_envs.envs.base import ClusterEnvBase
 from cluster_envs.envs.registration import ENV_SPECS, resolve_env_id
+from cluster_envs.envs.vector_info import batch_infos
 from cluster_envs.errors import ConfigError
 
 #: Per-env step results: obs (N, ...), rewards, terminated, truncated, info dicts.
@@ -114,24 +116,14 @@ class ClusterVectorEnv(VectorEnv):
     ) -> tuple[np.ndarray, dict[str, Any]]:
         """Reset every sub-env (sub-env ``i`` gets ``seed + i``); batched obs and infos."""
         infos = self.reset_unbatched(seed=seed, options=options)
-        batched: dict[str, Any] = {}
-        for i, info in enumerate(infos):
-            batched = self._add_info(batched, info, i)
-        return self._out_obs(), batched
+        return self._out_obs(), batch_infos(infos)
 
     def step(
         self, actions: Any
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
         """Step every sub-env once (SAME_STEP autoreset); batched results."""
         obs, rewards, terminated, truncated, infos = self.step_unbatched(actions)
-        batched: dict[str, Any] = {}
-        for i, info in enumerate(infos):
-            if "final_obs" in info:  # final_obs / final_info first, as SyncVectorEnv
-                final = {"final_obs": info["final_obs"], "final_info": info["final_info"]}
-                batched = self._add_info(batched, final, i)
-                info = {k: v for k, v in info.items() if k not in final}
-            batched = self._add_info(batched, info, i)
-        return obs, rewards, terminated, truncated, batched
+        return obs, rewards, terminated, truncated, batch_infos(infos)
 
     def action_masks(self) -> np.ndarray:
         """The ``(N, n_actions)`` action masks of the sub-envs' current states (a copy)."""
