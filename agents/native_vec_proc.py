@@ -22,40 +22,8 @@ from stable_baselines3.common.vec_env import VecEnv
 from stable_baselines3.common.vec_env.base_vec_env import VecEnvIndices, VecEnvStepReturn
 
 from agents.native_vec import MASKS_METHOD, sb3_infos
-from cluster_envs.envs.vector import ClusterVectorEnv, check_num_envs
-
-
-def _worker(remote: Connection, parent: Connection, env_id: str, n: int, kwargs: dict) -> None:
-    parent.close()
-    venv = ClusterVectorEnv(env_id, n, **kwargs)
-    while True:
-        cmd, data = remote.recv()
-        try:
-            if cmd == "step":
-                out: Any = (*venv.step_unbatched(data), venv.action_masks())
-            elif cmd == "reset":
-                infos = venv.reset_unbatched(seed=data[0], options=data[1])
-                out = (venv.observations(), infos, venv.action_masks())
-            elif cmd == "spaces":
-                out = (venv.single_observation_space, venv.single_action_space)
-            elif cmd == "get":  # (name, local indices, call it with (args, kwargs) or None)
-                name, idx, call = data
-                attrs = [getattr(venv.envs[i], name) for i in idx]
-                out = attrs if call is None else [a(*call[0], **call[1]) for a in attrs]
-            elif cmd == "set":
-                for i in data[1]:
-                    setattr(venv.envs[i], data[0], data[2])
-                out = None
-            elif cmd == "close":
-                venv.close()
-                remote.send((True, None))
-                remote.close()
-                return
-            else:
-                raise ValueError(f"unknown command {cmd!r}")
-            remote.send((True, out))
-        except Exception as exc:  # noqa: BLE001  (re-raised in the main process)
-            remote.send((False, exc))
+from cluster_envs.envs.vector import check_num_envs
+from cluster_envs.envs.vector_worker import serve
 
 
 class ProcNativeVecEnv(VecEnv):
@@ -80,7 +48,7 @@ class ProcNativeVecEnv(VecEnv):
         for _, n in self.shares:
             remote, work = ctx.Pipe()
             args = (work, remote, env_id, n, dict(env_kwargs or {}))
-            proc = ctx.Process(target=_worker, args=args, daemon=True)  # type: ignore[attr-defined]
+            proc = ctx.Process(target=serve, args=args, daemon=True)  # type: ignore[attr-defined]
             proc.start()
             work.close()
             self.remotes.append(remote)

@@ -15,7 +15,9 @@ defaults + ``learning_rate 1e-4, ent_coef 0.02, n_steps 512``, 4 envs, batch 256
   parameters: ``tests/test_vector_env.py``);
 * ``native16``: 16 envs x 128 steps (the same 2,048 samples per update);
 * ``native16-b512``: 16 envs x 128 steps, minibatch 512 (4 instead of 8 per epoch);
-* ``native16-threads2``: as ``native16`` with ``torch.set_num_threads(2)``.
+* ``native16-threads2``: as ``native16`` with ``torch.set_num_threads(2)``;
+* ``subproc16-b512``: as ``native16-b512``, the envs in 2 worker processes of 8
+  (``vec_env="native-subproc"``); its CPU figure counts the workers too.
 
 Usage: ``.venv/bin/python benchmarks/bench_training_speed.py [--timesteps 8192]
 [--rounds 2] [--cores 2]``. Writes ``benchmarks/results/training_speed.json`` / ``.md``.
@@ -46,6 +48,7 @@ VARIANTS: dict[str, tuple[str, int, dict[str, Any], int]] = {
     "native16": ("native", 16, {"n_steps": 128}, 1),
     "native16-b512": ("native", 16, {"n_steps": 128, "batch_size": 512}, 1),
     "native16-threads2": ("native", 16, {"n_steps": 128}, 2),
+    "subproc16-b512": ("native-subproc", 16, {"n_steps": 128, "batch_size": 512}, 1),
 }
 
 
@@ -65,6 +68,7 @@ def child(label: str, timesteps: int, cores: int) -> dict[str, Any]:
         torch.set_num_threads(threads)
 
     train_mod.set_deterministic = set_threads  # the variant's thread count
+    workers_cpu = _count_worker_cpu()
     cpu0 = resource.getrusage(resource.RUSAGE_SELF)
     with tempfile.TemporaryDirectory() as tmp:
         result = train_mod.train(
@@ -74,12 +78,31 @@ def child(label: str, timesteps: int, cores: int) -> dict[str, Any]:
         )  # fmt: skip
     cpu1 = resource.getrusage(resource.RUSAGE_SELF)
     cpu_s = (cpu1.ru_utime - cpu0.ru_utime) + (cpu1.ru_stime - cpu0.ru_stime)
+    cpu_s += sum(workers_cpu)
     return {
         "label": label,
         "wall_steps_per_s": result.fps,
         "cpu_steps_per_s": result.num_timesteps / cpu_s,
         "num_timesteps": result.num_timesteps,
     }
+
+
+def _count_worker_cpu() -> list[float]:
+    """CPU seconds of native-subproc workers, read from /proc as each env closes."""
+    from agents.native_vec_proc import ProcNativeVecEnv
+
+    spent: list[float] = []
+    close = ProcNativeVecEnv.close
+    tick = os.sysconf("SC_CLK_TCK")
+
+    def counting_close(self: ProcNativeVecEnv) -> None:
+        for proc in self.processes:
+            fields = Path(f"/proc/{proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
+            spent.append((int(fields[11]) + int(fields[12])) / tick)  # utime + stime
+        close(self)
+
+    ProcNativeVecEnv.close = counting_close  # type: ignore[method-assign]
+    return spent
 
 
 def main() -> None:

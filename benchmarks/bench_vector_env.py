@@ -23,6 +23,7 @@ Usage: ``.venv/bin/python benchmarks/bench_vector_env.py [--num-envs 16] [--step
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import time
 from collections.abc import Callable
@@ -92,29 +93,46 @@ def measure(env_id: str, n: int, steps: int, rounds: int) -> dict[str, Any]:
 
     All variants start from the same seeds and get the same actions, so they walk the
     same states; each vector step runs every variant in turn (noise hits all alike).
+    Garbage collection runs untimed between steps, so no collection of the shared heap
+    lands on one variant by chance.
     """
     variants = _variants(env_id, n)
     space = gym.make(env_id).action_space
     cpu: dict[str, float] = dict.fromkeys(variants, 0.0)
-    for r in range(rounds):
-        rng = np.random.default_rng(r)
-        masks: dict[str, np.ndarray] = {}
+    gc.disable()
+    try:
+        for r in range(rounds):
+            _round(variants, space, steps, r, cpu)
+    finally:
+        gc.enable()
+    return _summary(env_id, n, n * steps * rounds, cpu)
+
+
+def _round(
+    variants: dict[str, Any], space: gym.Space, steps: int, r: int, cpu: dict[str, float]
+) -> None:
+    rng = np.random.default_rng(r)
+    masks: dict[str, np.ndarray] = {}
+    for name, (venv, get_masks) in variants.items():
+        gc.collect()
+        t = time.process_time()
+        venv.reset(seed=1000 * r)
+        masks[name] = get_masks()
+        cpu[name] += time.process_time() - t
+    for k in range(steps):
+        ref = masks["sync"]
+        for name in variants:  # same states, same masks
+            np.testing.assert_array_equal(masks[name], ref)
+        actions = _choose(rng, ref, space)
         for name, (venv, get_masks) in variants.items():
+            gc.collect(1 if k % 10 else 2)
             t = time.process_time()
-            venv.reset(seed=1000 * r)
+            venv.step(actions)
             masks[name] = get_masks()
             cpu[name] += time.process_time() - t
-        for _ in range(steps):
-            ref = masks["sync"]
-            for name in variants:  # same states, same masks
-                np.testing.assert_array_equal(masks[name], ref)
-            actions = _choose(rng, ref, space)
-            for name, (venv, get_masks) in variants.items():
-                t = time.process_time()
-                venv.step(actions)
-                masks[name] = get_masks()
-                cpu[name] += time.process_time() - t
-    total = n * steps * rounds
+
+
+def _summary(env_id: str, n: int, total: int, cpu: dict[str, float]) -> dict[str, Any]:
     sps = {name: total / s for name, s in cpu.items()}
     return {
         "env_id": env_id,
