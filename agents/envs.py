@@ -5,8 +5,8 @@ Seeding (documented contract): training env ``i`` of ``n_envs`` is seeded with
 before every periodic evaluation. Training seeds therefore never overlap evaluation
 seeds for ``n_envs < 10,000``. Training envs are one native vector env in this process
 (:class:`agents.native_vec.NativeVecEnv` over
-:class:`cluster_envs.envs.vector.ClusterVectorEnv`, episode statistics from
-``VecMonitor``): the same episodes as the ``DummyVecEnv`` of ``Monitor``-wrapped envs
+:class:`cluster_envs.envs.vector.ClusterVectorEnv`, which adds ``Monitor``'s episode
+statistics itself): the same episodes as the ``DummyVecEnv`` of ``Monitor``-wrapped envs
 it replaced (``vec_env="dummy"``, kept for comparison), faster. They are wrapped in
 ``VecNormalize`` when the hyper-parameters ask for it. The evaluation env is one
 ``Monitor``-wrapped env in a ``DummyVecEnv``.
@@ -21,7 +21,7 @@ from typing import Any
 import gymnasium as gym
 from stable_baselines3.common.env_util import make_vec_env
 from stable_baselines3.common.monitor import Monitor
-from stable_baselines3.common.vec_env import DummyVecEnv, VecEnv, VecMonitor, VecNormalize
+from stable_baselines3.common.vec_env import DummyVecEnv, VecEnv, VecNormalize
 
 import cluster_envs  # noqa: F401  (registers the env ids)
 from agents.config import Hyperparams
@@ -77,11 +77,10 @@ def make_train_env(params: Hyperparams, seed: int, vec_env: str = "native") -> V
     if vec_env == "native":
         venv = native_vec_env(check_env_id(params.env_id), params.n_envs, seed, params.env_kwargs)
     elif vec_env == "native-subproc":
-        procs = ProcNativeVecEnv(
+        venv = ProcNativeVecEnv(
             check_env_id(params.env_id), params.n_envs, SUBPROC_WORKERS, params.env_kwargs
         )
-        procs.seed(seed)
-        venv = VecMonitor(procs)
+        venv.seed(seed)
     else:
         venv = make_vec_env(
             params.env_id,

@@ -6,7 +6,8 @@ per process and step carries a whole batch (SB3's ``SubprocVecEnv`` makes one pe
 Env ``i`` is seeded ``seed + i`` whichever process holds it, so the episodes -- and the
 trained parameters -- are those of :class:`agents.native_vec.NativeVecEnv`. Action masks
 come back with every step, so MaskablePPO's ``env_method("action_masks")`` needs no
-round trip. Worth it when the cores are free: the env steps of the processes overlap.
+round trip; ``info["episode"]`` as :class:`agents.native_vec.NativeVecEnv` adds it.
+Worth it when the cores are free: the env steps of the processes overlap.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ import numpy as np
 from stable_baselines3.common.vec_env import VecEnv
 from stable_baselines3.common.vec_env.base_vec_env import VecEnvIndices, VecEnvStepReturn
 
-from agents.native_vec import MASKS_METHOD, sb3_infos
+from agents.native_vec import MASKS_METHOD, EpisodeStats, sb3_infos
 from cluster_envs.envs.vector import check_num_envs
 from cluster_envs.envs.vector_worker import serve
 
@@ -56,6 +57,7 @@ class ProcNativeVecEnv(VecEnv):
         self.closed = False
         obs_space, act_space = self._ask(0, "spaces", None)
         self._masks: np.ndarray | None = None
+        self.episodes = EpisodeStats(n_envs)
         super().__init__(n_envs, obs_space, act_space)
 
     # ------------------------------------------------------------------ pipes
@@ -88,6 +90,7 @@ class ProcNativeVecEnv(VecEnv):
         answers = [self._answer(w) for w in range(len(self.shares))]
         self.reset_infos = [info for a in answers for info in a[1]]
         self._masks = np.concatenate([a[2] for a in answers])
+        self.episodes.reset()
         self._reset_seeds()
         self._reset_options()
         return np.concatenate([a[0] for a in answers])
@@ -106,6 +109,7 @@ class ProcNativeVecEnv(VecEnv):
         infos = [info for a in answers for info in a[4]]
         self._masks = masks
         dones = sb3_infos(infos, terminated, truncated, self.reset_infos)
+        self.episodes.add(rewards, dones, infos)
         return obs, rewards.astype(np.float32), dones, infos
 
     def close(self) -> None:
