@@ -87,6 +87,56 @@ def child(label: str, timesteps: int, cores: int) -> dict[str, Any]:
     }
 
 
+def breakdown(label: str, timesteps: int) -> dict[str, Any]:
+    """CPU seconds of one variant's ``learn()`` split: env steps, policy + buffer, updates."""
+    import time
+
+    import torch
+    from sb3_contrib import MaskablePPO
+
+    from agents.config import resolve_hyperparams
+    from agents.envs import make_train_env
+    from agents.train import set_deterministic
+
+    vec_env, n_envs, overrides, threads = VARIANTS[label]
+    set_deterministic()
+    torch.set_num_threads(threads)
+    params = resolve_hyperparams("maskable_ppo", ENV_ID, {**SHIPPED, **overrides}, {}, n_envs)
+    env = make_train_env(params, 0, vec_env)
+    model = MaskablePPO(env=env, seed=0, device="cpu", verbose=0, **params.model_kwargs())
+    spent = {"rollout": 0.0, "update": 0.0, "env": 0.0}
+
+    def timed(obj: Any, name: str, key: str) -> None:
+        inner = getattr(obj, name)
+
+        def run(*args: Any, **kwargs: Any) -> Any:
+            t = time.process_time()
+            out = inner(*args, **kwargs)
+            spent[key] += time.process_time() - t
+            return out
+
+        setattr(obj, name, run)
+
+    timed(model, "collect_rollouts", "rollout")
+    timed(model, "train", "update")
+    timed(model.env, "step_wait", "env")
+    start = time.process_time()
+    model.learn(timesteps)
+    total = time.process_time() - start
+    env.close()
+    per_step = 1e3 / timesteps
+    return {
+        "label": label,
+        "cpu_steps_per_s": round(timesteps / total, 1),
+        "ms_per_step": {
+            "env (step_wait)": round(spent["env"] * per_step, 3),
+            "policy + rollout buffer": round((spent["rollout"] - spent["env"]) * per_step, 3),
+            "PPO updates": round(spent["update"] * per_step, 3),
+            "total": round(total * per_step, 3),
+        },
+    }
+
+
 def _count_worker_cpu() -> list[float]:
     """CPU seconds of native-subproc workers, read from /proc as each env closes."""
     from agents.native_vec_proc import ProcNativeVecEnv
@@ -112,9 +162,19 @@ def main() -> None:
     parser.add_argument("--cores", type=int, default=2)
     parser.add_argument("--variant", action="append", choices=sorted(VARIANTS))
     parser.add_argument("--child", help=argparse.SUPPRESS)
+    parser.add_argument(
+        "--breakdown", action="store_true",
+        help="only split one process's CPU time per variant (not subproc) into env / policy / updates",
+    )  # fmt: skip
     args = parser.parse_args()
     if args.child:
         print(json.dumps(child(args.child, args.timesteps, args.cores)))
+        return
+    if args.breakdown:
+        rows = [breakdown(label, args.timesteps) for label in args.variant or ["before", "native", "native16", "native16-b512"]]  # fmt: skip
+        for row in rows:
+            print(json.dumps(row), flush=True)
+        write_breakdown(rows, f".venv/bin/python benchmarks/bench_training_speed.py --breakdown --timesteps {args.timesteps}")  # fmt: skip
         return
     labels = args.variant or list(VARIANTS)
     runs: dict[str, list[dict[str, Any]]] = {label: [] for label in labels}
@@ -173,6 +233,32 @@ def write(runs: dict[str, list[dict[str, Any]]], command: str) -> None:
             f"{r.get('wall_vs_before', 1.0):.2f} | {r.get('cpu_vs_before', 1.0):.2f} |"
         )
     (RESULTS / "training_speed.md").write_text("\n".join(lines) + "\n")
+
+
+def write_breakdown(rows: list[dict[str, Any]], command: str) -> None:
+    """Add the CPU split to training_speed.json / .md (after a speed run)."""
+    path = RESULTS / "training_speed.json"
+    data = json.loads(path.read_text()) if path.is_file() else {}
+    data["breakdown"] = {"command": command, "results": rows}
+    path.write_text(json.dumps(data, indent=2) + "\n")
+    parts = list(rows[0]["ms_per_step"])
+    lines = [
+        "",
+        f"## Where the CPU time goes (`{command}`)",
+        "",
+        "CPU ms per env step of `learn()` in one process (1 torch thread).",
+        "",
+        "| variant | " + " | ".join(parts) + " | CPU steps/s |",
+        "|---|" + "---:|" * (len(parts) + 1),
+    ]
+    for r in rows:
+        cells = " | ".join(f"{r['ms_per_step'][p]:.3f}" for p in parts)
+        lines.append(f"| {r['label']} | {cells} | {r['cpu_steps_per_s']:,.0f} |")
+    md = RESULTS / "training_speed.md"
+    text = (
+        md.read_text().split("\n## Where the CPU time goes")[0].rstrip("\n") if md.is_file() else ""
+    )
+    md.write_text(text + "\n" + "\n".join(lines) + "\n")
 
 
 if __name__ == "__main__":

@@ -58,7 +58,7 @@ class _Bare:
 
     def __init__(self, env_id: str, n: int) -> None:
         creator = gym.envs.registration.load_env_creator(ENV_SPECS[env_id][0])
-        self.envs = [creator() for _ in range(n)]
+        self.envs: list[Any] = [creator() for _ in range(n)]
 
     def reset(self, seed: int) -> None:
         for i, env in enumerate(self.envs):
@@ -75,15 +75,15 @@ class _Bare:
 
 
 def _variants(env_id: str, n: int) -> dict[str, tuple[Any, Callable[[], np.ndarray]]]:
-    sync = gym.make_vec(
+    sync: Any = gym.make_vec(
         env_id, num_envs=n, vectorization_mode="sync",
         vector_kwargs={"autoreset_mode": AutoresetMode.SAME_STEP},
     )  # fmt: skip
-    native = gym.make_vec(env_id, num_envs=n, vectorization_mode="vector_entry_point")
+    native: Any = gym.make_vec(env_id, num_envs=n, vectorization_mode="vector_entry_point")
     bare = _Bare(env_id, n)
     return {
         "sync": (sync, lambda: np.stack(sync.call("action_masks"))),
-        "native": (native, native.action_masks),  # type: ignore[attr-defined]
+        "native": (native, native.action_masks),
         "bare loop": (bare, bare.masks),
     }
 
