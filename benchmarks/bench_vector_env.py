@@ -145,24 +145,86 @@ def _summary(env_id: str, n: int, total: int, cpu: dict[str, float]) -> dict[str
     }
 
 
+def profile(env_id: str, n: int, steps: int) -> dict[str, float]:
+    """Share of the native vector env's step time spent in each part (cProfile)."""
+    import cProfile
+    import pstats
+
+    native: Any = gym.make_vec(env_id, num_envs=n, vectorization_mode="vector_entry_point")
+    native.reset(seed=0)
+    space = native.single_action_space
+    rng = np.random.default_rng(0)
+    prof = cProfile.Profile()
+    for _ in range(steps):
+        actions = _choose(rng, native.action_masks(), space)
+        prof.enable()
+        native.step(actions)
+        prof.disable()
+    stats: Any = pstats.Stats(prof).stats  # type: ignore[attr-defined]  # (file, line, name) -> (cc, nc, tt, ct, callers)
+    total = sum(v[2] for v in stats.values())
+
+    def cum(name: str, file_part: str = "") -> float:
+        return sum(v[3] for k, v in stats.items() if k[2] == name and file_part in k[0]) / total
+
+    return {
+        "sub-env step (ClusterEnvBase.step)": round(cum("step", "envs/base.py"), 3),
+        "  of which _get_obs (encoder)": round(cum("_get_obs"), 3),
+        "  of which _take_action (simulator)": round(cum("_take_action"), 3),
+        "  of which _info (incl. mask)": round(cum("_info", "envs/base.py"), 3),
+        "sub-env resets": round(cum("reset", "envs/base.py"), 3),
+        "batch_infos (Gymnasium info layout)": round(cum("batch_infos"), 3),
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--num-envs", type=int, default=16)
     parser.add_argument("--steps", type=int, default=60, help="vector steps per round")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--env", action="append", help="env id (default: all)")
-    parser.add_argument("--label", default="", help="tag of this run in the results")
+    parser.add_argument("--profile", action="store_true", help="only profile the native env")
     args = parser.parse_args()
-    command = (
-        f".venv/bin/python benchmarks/bench_vector_env.py --num-envs {args.num_envs} "
-        f"--steps {args.steps} --rounds {args.rounds}"
-    )
+    if args.profile:
+        shares = {e: profile(e, args.num_envs, args.steps) for e in args.env or env_ids()}
+        print(json.dumps(shares, indent=2))
+        write_profile(shares, f"{_command(args)} --profile")
+        return
+    command = _command(args)
     rows = []
     for env_id in args.env or env_ids():
         row = measure(env_id, args.num_envs, args.steps, args.rounds)
         print(json.dumps(row), flush=True)
         rows.append(row)
     write(rows, command)
+
+
+def _command(args: argparse.Namespace) -> str:
+    return (
+        f".venv/bin/python benchmarks/bench_vector_env.py --num-envs {args.num_envs} "
+        f"--steps {args.steps} --rounds {args.rounds}"
+    )
+
+
+def write_profile(shares: dict[str, dict[str, float]], command: str) -> None:
+    """Append the profile to vector_env.md / .json (after a speed run)."""
+    path = RESULTS / "vector_env.json"
+    data = json.loads(path.read_text()) if path.is_file() else {}
+    data["profile"] = {"command": command, "shares_of_step_time": shares}
+    path.write_text(json.dumps(data, indent=2) + "\n")
+    ids = list(shares)
+    lines = [
+        f"## Where the native env's step time goes (`{command}`)",
+        "",
+        "Share of `step()` time (cProfile, cumulative; the parts overlap as indented).",
+        "",
+        "| part | " + " | ".join(short_env_id(e) for e in ids) + " |",
+        "|---|" + "---:|" * len(ids),
+    ]
+    for part in shares[ids[0]]:
+        lines.append(f"| {part} | " + " | ".join(f"{shares[e][part]:.0%}" for e in ids) + " |")
+    md = RESULTS / "vector_env.md"
+    text = md.read_text().split("\n## Where the native")[0].rstrip("\n") if md.is_file() else ""
+    md.write_text(text + "\n\n" + "\n".join(lines) + "\n")
 
 
 def write(rows: list[dict[str, Any]], command: str) -> None:
