@@ -3,9 +3,13 @@
 Seeding (documented contract): training env ``i`` of ``n_envs`` is seeded with
 ``seed + i``; the evaluation env with ``seed + EVAL_SEED_OFFSET`` (10,000), reseeded
 before every periodic evaluation. Training seeds therefore never overlap evaluation
-seeds for ``n_envs < 10,000``. Envs are wrapped in ``Monitor`` (episode returns and
-lengths for SB3) inside a ``DummyVecEnv`` (SubprocVecEnv is slower on 2 cores), and in
-``VecNormalize`` when the hyper-parameters ask for it.
+seeds for ``n_envs < 10,000``. Training envs are one native vector env in this process
+(:class:`agents.native_vec.NativeVecEnv` over
+:class:`cluster_envs.envs.vector.ClusterVectorEnv`, which adds ``Monitor``'s episode
+statistics itself): the same episodes as the ``DummyVecEnv`` of ``Monitor``-wrapped envs
+it replaced (``vec_env="dummy"``, kept for comparison), faster. They are wrapped in
+``VecNormalize`` when the hyper-parameters ask for it. The evaluation env is one
+``Monitor``-wrapped env in a ``DummyVecEnv``.
 """
 
 from __future__ import annotations
@@ -21,11 +25,18 @@ from stable_baselines3.common.vec_env import DummyVecEnv, VecEnv, VecNormalize
 
 import cluster_envs  # noqa: F401  (registers the env ids)
 from agents.config import Hyperparams
+from agents.native_vec import native_vec_env
+from agents.native_vec_proc import ProcNativeVecEnv
 from cluster_envs.envs.registration import resolve_env_id
 from cluster_envs.errors import ConfigError
 
 #: Offset between the training seed and the evaluation env's seed.
 EVAL_SEED_OFFSET = 10_000
+#: How training envs are vectorised: ``native`` (the default), ``native-subproc``
+#: (:data:`SUBPROC_WORKERS` processes of native vector envs) or ``dummy``.
+VEC_ENV_KINDS = ("native", "native-subproc", "dummy")
+#: Worker processes of ``vec_env="native-subproc"``.
+SUBPROC_WORKERS = 2
 
 
 def check_env_id(env_id: str) -> str:
@@ -51,16 +62,33 @@ def make_env(env_id: str, env_kwargs: dict[str, Any]) -> gym.Env:
     return gym.make(check_env_id(env_id), **env_kwargs)
 
 
-def make_train_env(params: Hyperparams, seed: int) -> VecEnv:
-    """``n_envs`` seeded, monitored training envs (normalised if configured)."""
+def make_train_env(params: Hyperparams, seed: int, vec_env: str = "native") -> VecEnv:
+    """``n_envs`` seeded, monitored training envs (normalised if configured).
+
+    ``vec_env``: ``"native"`` (one batched vector env in this process),
+    ``"native-subproc"`` (the envs split over :data:`SUBPROC_WORKERS` processes, each a
+    native vector env) or ``"dummy"`` (``DummyVecEnv`` of ``Monitor``-wrapped
+    ``gym.make`` envs); all play the same episodes.
+    """
+    if vec_env not in VEC_ENV_KINDS:
+        raise ConfigError(f"vec_env must be one of {list(VEC_ENV_KINDS)}, got {vec_env!r}")
     make_env(params.env_id, params.env_kwargs).close()  # validate kwargs once, early
-    venv = make_vec_env(
-        params.env_id,
-        n_envs=params.n_envs,
-        seed=seed,
-        env_kwargs=params.env_kwargs,
-        vec_env_cls=DummyVecEnv,
-    )
+    venv: VecEnv
+    if vec_env == "native":
+        venv = native_vec_env(check_env_id(params.env_id), params.n_envs, seed, params.env_kwargs)
+    elif vec_env == "native-subproc":
+        venv = ProcNativeVecEnv(
+            check_env_id(params.env_id), params.n_envs, SUBPROC_WORKERS, params.env_kwargs
+        )
+        venv.seed(seed)
+    else:
+        venv = make_vec_env(
+            params.env_id,
+            n_envs=params.n_envs,
+            seed=seed,
+            env_kwargs=params.env_kwargs,
+            vec_env_cls=DummyVecEnv,
+        )
     if params.normalize is not None:
         venv = VecNormalize(venv, **params.normalize)
     return venv

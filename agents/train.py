@@ -26,6 +26,7 @@ from agents.callbacks import ClusterMetricsCallback, SaveVecNormalizeCallback, m
 from agents.config import Hyperparams, resolve_hyperparams
 from agents.envs import (
     EVAL_SEED_OFFSET,
+    VEC_ENV_KINDS,
     check_env_id,
     make_eval_env,
     make_train_env,
@@ -101,6 +102,10 @@ class RunSpec:
         argv: The command line, recorded in ``command.txt``.
         pretrain: Clone a heuristic before RL (:mod:`agents.imitation`); not with
             ``resume``.
+        vec_env: How the training envs are vectorised: ``"native"`` (one batched
+            :class:`~cluster_envs.envs.vector.ClusterVectorEnv`, the default) or
+            ``"dummy"`` (SB3 ``DummyVecEnv``); both play the same episodes
+            (:func:`agents.envs.make_train_env`).
     """
 
     algo: str
@@ -119,6 +124,7 @@ class RunSpec:
     progress_bar: bool = True
     argv: Sequence[str] = ()
     pretrain: PretrainSettings | None = None
+    vec_env: str = "native"
 
 
 @dataclass(frozen=True)
@@ -154,7 +160,7 @@ def run_training(spec: RunSpec) -> TrainResult:
     out = spec.out_dir
     prepare_run_dir(out, spec.force, plan.resume)
     set_deterministic()
-    train_env = make_train_env(plan.params, spec.seed)
+    train_env = make_train_env(plan.params, spec.seed, spec.vec_env)
     model = _build_model(plan.params, train_env, spec.seed, plan.resume)
     model.set_logger(configure(str(out / LOG_DIR), ["tensorboard", "csv"]))
     config = _run_config(plan, model)
@@ -201,6 +207,8 @@ def plan_run(spec: RunSpec) -> _Plan:
     """Check ``spec`` (before any file is written) and resolve what it leaves to the YAML."""
     get_algo(spec.algo)
     env_id = check_env_id(spec.env_id)
+    if spec.vec_env not in VEC_ENV_KINDS:
+        raise ConfigError(f"vec_env must be one of {list(VEC_ENV_KINDS)}, got {spec.vec_env!r}")
     resume = check_model_path(spec.resume) if spec.resume is not None else None
     if resume is not None and detect_algo(resume) != spec.algo:
         raise ConfigError(

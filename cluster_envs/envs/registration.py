@@ -12,7 +12,9 @@ from cluster_envs.names import unknown_name
 #: The namespace of every cluster-envs id (``cluster_envs/<Task>-v<N>``).
 NAMESPACE = "cluster_envs/"
 
-#: id -> (entry point, default kwargs). Kwargs must stay JSON-serialisable.
+#: id -> (entry point, default kwargs). Kwargs must stay JSON-serialisable. Each id's
+#: native vector env (``gym.make_vec(id, N, vectorization_mode="vector_entry_point")``)
+#: is ``cluster_envs.envs.vector:<Task>VectorEnv`` (:func:`vector_entry_point`).
 ENV_SPECS: dict[str, tuple[str, dict]] = {
     "cluster_envs/MoldableScheduling-v0": (
         "cluster_envs.envs.moldable:MoldableSchedulingEnv",
@@ -33,13 +35,24 @@ ENV_SPECS: dict[str, tuple[str, dict]] = {
 }
 
 
+def vector_entry_point(env_id: str) -> str:
+    """The native vector env of ``env_id`` (``cluster_envs.envs.vector:<Task>VectorEnv``)."""
+    task = short_env_id(env_id).split("-v")[0]
+    return f"cluster_envs.envs.vector:{task}VectorEnv"
+
+
 def register_envs() -> None:
     """Register every env id not registered yet (safe to call many times)."""
     import gymnasium as gym
 
     for env_id, (entry_point, kwargs) in ENV_SPECS.items():
         if env_id not in gym.registry:
-            gym.register(id=env_id, entry_point=entry_point, kwargs=dict(kwargs))
+            gym.register(
+                id=env_id,
+                entry_point=entry_point,
+                vector_entry_point=vector_entry_point(env_id),
+                kwargs=dict(kwargs),
+            )
 
 
 def env_ids() -> list[str]:
