@@ -43,7 +43,7 @@ VAL_SEEDS = tuple(range(500, 508))
 
 
 def make_env(family: str, split: str, num_jobs: int | None = None) -> gym.Env:
-    extra = {} if num_jobs is None else {"num_jobs": num_jobs}
+    extra: dict[str, Any] = {} if num_jobs is None else {"num_jobs": num_jobs}
     return gym.make(ENV_ID, family=family, split=split, observation="scale_free", **extra)
 
 
@@ -114,7 +114,8 @@ def train(args: argparse.Namespace) -> None:
     # normalise returns only; observations are scale-free already (no statistics to ship).
     venv = VecNormalize(DummyVecEnv([thunk(i) for i in range(n_envs)]), norm_obs=False,
                         gamma=args.gamma)  # fmt: skip
-    policy_kwargs = {"hidden": args.hidden}
+    policy_kwargs: dict[str, Any] = {"hidden": args.hidden}
+    policy: Any
     if args.flat:
         policy, policy_kwargs = "MlpPolicy", {}
     else:

@@ -85,7 +85,7 @@ class InputDependentBaseline(BaseCallback):
         return True
 
     def _on_rollout_end(self) -> None:
-        buf = self.model.rollout_buffer
+        buf = self.model.rollout_buffer  # type: ignore[attr-defined]  # on-policy algos
         returns = np.asarray(buf.returns)  # (n_steps, n_envs), GAE returns
         adv = np.asarray(buf.advantages)
         times, eps = np.array(self._times).T, np.array(self._episodes).T

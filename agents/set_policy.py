@@ -81,6 +81,7 @@ class SetExtractor(nn.Module):
         self.wait_head = nn.Sequential(_mlp([2 * hidden + g, hidden], act), nn.Linear(hidden, 1))
         self.critic = _mlp([2 * hidden + g, hidden, hidden], act)
         for head in (self.score[-1], self.wait_head[-1]):
+            assert isinstance(head, nn.Linear)
             nn.init.orthogonal_(head.weight, gain=0.01)
             nn.init.zeros_(head.bias)
         self.latent_dim_pi = num_slots * per_slot + int(wait)
@@ -89,7 +90,8 @@ class SetExtractor(nn.Module):
     def _encode(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         cut = self.num_slots * self.slot_features
         slots = obs[:, :cut].reshape(-1, self.num_slots, self.slot_features)
-        glob = obs[:, cut:] @ self.summary
+        summary: torch.Tensor = self.summary  # type: ignore[assignment]  # a buffer
+        glob = obs[:, cut:] @ summary
         emb = self.embed(torch.cat([slots, glob[:, None, :].expand(-1, self.num_slots, -1)], -1))
         present = slots[..., :1]
         count = present.sum(dim=1).clamp(min=1.0)
