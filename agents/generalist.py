@@ -171,6 +171,37 @@ def evaluate(args: argparse.Namespace) -> None:
                                           "seeds": list(seeds), "rows": rows}, indent=1))  # fmt: skip
 
 
+def summarize(path: str, single: str = BEST_SINGLE, draws: int = 2000) -> dict[str, Any]:
+    """Per-family ratios of an ``evaluate`` file: agent / best heuristic of the family (by
+    mean) and agent / ``single``, with a paired bootstrap interval over seeds of the
+    per-family geometric-mean ratio to ``single``."""
+    data = json.loads(Path(path).read_text())
+    rng = np.random.default_rng(0)
+    fams: dict[str, Any] = {}
+    for fam, res in data["rows"].items():
+        heur = {p: np.asarray(v) for p, v in res.items() if p != "agent"}
+        agent = np.asarray(res["agent"])
+        best = min(heur, key=lambda p: heur[p].mean())
+        paired = np.log(agent / heur[single])
+        boot = [np.exp(paired[rng.integers(0, len(paired), len(paired))].mean())
+                for _ in range(draws)]  # fmt: skip
+        fams[fam] = {
+            "best_heuristic": best,
+            "agent_to_best": float(agent.mean() / heur[best].mean()),
+            "single_to_best": float(heur[single].mean() / heur[best].mean()),
+            "agent_to_single": float(agent.mean() / heur[single].mean()),
+            "paired_geo_to_single": float(np.exp(paired.mean())),
+            "paired_ci95": [float(np.quantile(boot, 0.025)), float(np.quantile(boot, 0.975))],
+        }
+    def geo(key: str) -> float:
+        return float(np.exp(np.mean([np.log(f[key]) for f in fams.values()])))
+
+    return {"families": fams, "geomean_agent_to_best": geo("agent_to_best"),
+            "geomean_single_to_best": geo("single_to_best"),
+            "geomean_agent_to_single": geo("agent_to_single"),
+            "worst_agent_to_best": max(f["agent_to_best"] for f in fams.values())}  # fmt: skip
+
+
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(prog="python -m agents.generalist")
     sub = ap.add_subparsers(dest="cmd", required=True)
