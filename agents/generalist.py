@@ -193,6 +193,7 @@ def summarize(path: str, single: str = BEST_SINGLE, draws: int = 2000) -> dict[s
             "paired_geo_to_single": float(np.exp(paired.mean())),
             "paired_ci95": [float(np.quantile(boot, 0.025)), float(np.quantile(boot, 0.975))],
         }
+
     def geo(key: str) -> float:
         return float(np.exp(np.mean([np.log(f[key]) for f in fams.values()])))
 

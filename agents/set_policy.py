@@ -50,7 +50,7 @@ def global_summary_matrix(fields: tuple[str, ...]) -> np.ndarray:
     for c, i in enumerate(keep):
         m[i, c] = 1.0
     if hist:
-        counts = [int(fields[i][len(HISTOGRAM):]) for i in hist]
+        counts = [int(fields[i][len(HISTOGRAM) :]) for i in hist]
         top = max(counts)
         for i, g in zip(hist, counts, strict=True):
             m[i, len(keep)] = float(g == 0)

@@ -81,7 +81,7 @@ class LookaheadTeacher:
         sim = base.sim
         known = np.array([*sim.queue, *sim.active], dtype=np.int64)
         best: tuple[float, int, Any] | None = None
-        for rank, (name, policy) in enumerate(self._policies):
+        for rank, (_name, policy) in enumerate(self._policies):
             decision = policy.decide(sim.view())
             try:
                 action = base.action_for(decision)

@@ -7,8 +7,8 @@ completion re-keyed, only when its rate changes)."""
 from __future__ import annotations
 
 import math
-from dataclasses import replace
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
