@@ -126,7 +126,9 @@ def collect_demonstrations(
     base = unwrap_cluster_env(env)
     if not hasattr(base, "action_for"):
         raise ConfigError(f"{env_id} cannot replay heuristics (no action_for); no --pretrain")
-    agent = HeuristicAgent(base.policy(teacher))
+    from agents.teacher import make_teacher  # a lookahead teacher, or None: a heuristic
+
+    agent: Any = make_teacher(teacher, env_id) or HeuristicAgent(base.policy(teacher))
     obs_rows: list[np.ndarray] = []
     act_rows: list[np.ndarray] = []
     mask_rows: list[np.ndarray] = []

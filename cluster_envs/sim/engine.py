@@ -9,6 +9,7 @@ from __future__ import annotations
 import bisect
 import math
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -307,6 +308,27 @@ class Simulator(SimulatorState):
         self._batch_size[j] = batch_size
         if placement == self._placement[j] and self._state[j] == JobState.RUNNING:
             self._set_rate(j, self._rate_of(j, placement))
+
+    def believe_estimates(self) -> int:
+        """Turn this simulator (a fork) into the world its scheduler believes in.
+
+        Every queued or running job's true length becomes its current estimate (frozen:
+        no later refit), and the arrivals still to come are forgotten, so playing the
+        fork on uses only what a policy could know now. Returns how many arrivals were
+        dropped. Never call it on the simulator an env or runner is driving.
+        """
+        ids = np.array([*self._queue, *self._active], dtype=np.int64)
+        totals = self._estimator.freeze(ids)
+        jobs = list(self._jobs)
+        for j, total in zip(ids, totals, strict=True):
+            jobs[j] = replace(jobs[j], total_iterations=max(float(total), 1e-9))
+        self._jobs = tuple(jobs)
+        dropped = self._events.drop_arrivals()
+        for j in self._active:
+            if self._state[j] == JobState.RUNNING:
+                self._set_rate(int(j), float(self._rate[j]))  # re-key its completion
+        self._state_version += 1
+        return dropped
 
     def view(self) -> ClusterView:  # an immutable snapshot of the state for a policy
         return build_view(self)

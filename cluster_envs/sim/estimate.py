@@ -173,6 +173,15 @@ class WorkEstimator:
             total = self.prior(j)
         return max(float(total), done)
 
+    def freeze(self, ids: np.ndarray) -> np.ndarray:
+        """Fix the estimates of jobs ``ids`` at their current values and never refit them
+        (a what-if fork in which the scheduler's belief is the truth); their totals."""
+        totals = np.array([self.total_iterations(int(j)) for j in ids], dtype=float)
+        for j, total in zip(ids, totals, strict=True):
+            self._total[int(j)] = total
+            self._fit_count[int(j)] = np.iinfo(np.int64).max
+        return totals
+
     def remaining_many(self, ids: np.ndarray) -> np.ndarray:
         """Estimated remaining iterations of jobs ``ids`` (vectorised; same values as
         ``total_iterations(j) - iterations_done(j)`` job by job)."""

@@ -46,6 +46,14 @@ class EventQueue:
         self.version[j] += 1
         return self.version[j]
 
+    def drop_arrivals(self) -> int:
+        """Forget every pending arrival (a what-if fork's unknown future); how many."""
+        kept = [e for e in self.heap if e[1] != EV_ARRIVAL]
+        dropped = len(self.heap) - len(kept)
+        heapq.heapify(kept)
+        self.heap = kept
+        return dropped
+
     def push(self, time_s: float, kind: int, j: int) -> None:
         """Schedule an event of job ``j`` at its current version."""
         heapq.heappush(self.heap, (time_s, kind, j, self.version[j]))

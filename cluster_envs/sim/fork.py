@@ -65,6 +65,33 @@ def fork(sim: Simulator, policy: P | None = None) -> tuple[Simulator, P | None]:
     return copy.deepcopy((sim, policy))
 
 
+def fork_believed(sim: Simulator, policy: P) -> tuple[Simulator, P]:
+    """A fork in which only what a scheduler knows now is true (for a lookahead policy).
+
+    Unlike :func:`fork`, the copy's jobs last as long as the scheduler *estimates*
+    (:meth:`~cluster_envs.sim.engine.Simulator.believe_estimates`: true lengths replaced
+    by the frozen estimates, future arrivals dropped), so a policy may consult it.
+    """
+    sim_copy, policy_copy = fork(sim, policy)
+    sim_copy.believe_estimates()
+    return sim_copy, policy_copy
+
+
+def play_ahead(sim: Simulator, policy: Decider, until_s: float) -> None:
+    """Run ``sim`` event by event under ``policy`` up to ``until_s`` (or until nothing is
+    left to happen: with future arrivals dropped the episode never reports done)."""
+    while True:
+        t = sim.next_event_time()
+        if t == math.inf:  # nothing left to happen
+            return
+        if t > until_s:
+            sim.advance_to(until_s)
+            return
+        sim.step()
+        if sim.queue:
+            settle(sim, policy)
+
+
 def settle(sim: Simulator, policy: Decider) -> bool:
     """Ask ``policy`` at this instant until it decides nothing; returns whether it acted."""
     for count in range(MAX_DECISIONS_PER_INSTANT):

@@ -1,0 +1,140 @@
+"""A teacher stronger than any single heuristic: per-decision lookahead on believed forks.
+
+At every decision :class:`LookaheadTeacher` asks each candidate heuristic what it would do,
+plays that heuristic forward on a fork of the simulator in which **only what a scheduler
+knows now is true** (:func:`cluster_envs.sim.fork.fork_believed`: every queued or running
+job lasts exactly as long as its current estimate says, estimates are frozen, and the
+arrivals still to come are dropped), and takes the first action of the candidate whose
+fork ends with the lowest total completion time of the jobs in the system now. It never
+reads a true job length: the forks' lengths are the estimates the policies see.
+
+It is an *agent* (``act(env, obs, info)``), so it plays through any env with
+``action_for`` and ``sim`` (MoldableScheduling, JobPlacement), and
+:func:`agents.imitation.collect_demonstrations` takes it as a DAgger teacher
+(``--pretrain lookahead``; :data:`TEACHERS`).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+
+from cluster_envs.errors import ConfigError, InfeasibleDecisionError
+from cluster_envs.sim.fork import fork_believed, play_ahead, settle
+
+#: Candidates of the moldable lookahead: the heuristics that win some family
+#: (benchmarks/results/generalization_heuristics.md) plus the greedy extremes.
+MOLDABLE_CANDIDATES = (
+    "threshold-eta", "sjf", "tetris", "easy-backfill", "best-threshold", "max-parallelism",
+)  # fmt: skip
+#: Candidates on JobPlacement.
+PLACEMENT_CANDIDATES = ("fifo", "fifo-best-fit", "fifo-spread")
+
+
+class LookaheadTeacher:
+    """Best-of-candidates lookahead on believed forks (see the module docstring).
+
+    Args:
+        candidates: Registered heuristic names tried at every decision.
+        horizon_s: How far each fork is played (s); ``None``: until the jobs known now
+            have all finished (no arrival is left in a believed fork, so this ends).
+    """
+
+    def __init__(self, candidates: Sequence[str], horizon_s: float | None = None) -> None:
+        if not candidates:
+            raise ConfigError("LookaheadTeacher needs at least one candidate heuristic")
+        if horizon_s is not None and not horizon_s > 0:
+            raise ConfigError(f"LookaheadTeacher horizon_s must be > 0, got {horizon_s}")
+        self.candidates = tuple(candidates)
+        self.horizon_s = horizon_s
+        self.name = "lookahead(" + ",".join(self.candidates) + ")"
+        self._policies: list[tuple[str, Any]] = []
+        self._env: Any = None
+        self._seed: int | None = 0
+        self.choices: dict[str, int] = {}
+
+    def reset(self, seed: int | None = None) -> None:
+        """Forget the configured candidates (a new episode reconfigures them)."""
+        self._seed, self._env, self._policies = seed, None, []
+
+    def _configure(self, base: Any) -> None:
+        if base is not self._env:
+            self._env = base
+            self._policies = []
+            for name in self.candidates:
+                policy = base.policy(name)
+                policy.reset(self._seed)
+                self._policies.append((name, policy))
+
+    def act(self, env: gym.Env, obs: np.ndarray, info: dict[str, Any]) -> Any:
+        base: Any = env.unwrapped
+        pending = getattr(base, "pending_action", None)
+        if pending is not None:
+            action = pending()
+            if action is not None:
+                return action
+        self._configure(base)
+        sim = base.sim
+        known = np.array([*sim.queue, *sim.active], dtype=np.int64)
+        best: tuple[float, int, Any] | None = None
+        for rank, (_name, policy) in enumerate(self._policies):
+            decision = policy.decide(sim.view())
+            try:
+                action = base.action_for(decision)
+            except InfeasibleDecisionError:
+                continue  # this candidate's choice is one the env cannot express
+            cost = self._cost(sim, policy, decision, known)
+            if best is None or (cost, rank) < (best[0], best[1]):
+                best = (cost, rank, action)
+        if best is None:
+            raise ConfigError(f"{self.name}: no candidate's decision fits the env")
+        chosen = self.candidates[best[1]]
+        self.choices[chosen] = self.choices.get(chosen, 0) + 1
+        return best[2]
+
+    def _cost(self, sim: Any, policy: Any, decision: Any, known: np.ndarray) -> float:
+        """Total believed completion time (s after now) of the ``known`` jobs."""
+        now = sim.now_s
+        fork, fork_policy = fork_believed(sim, policy)
+        fork.apply(decision)
+        if fork.queue:
+            settle(fork, fork_policy)
+        until = math.inf if self.horizon_s is None else now + self.horizon_s
+        play_ahead(fork, fork_policy, until)
+        finish = fork.finish_s[known]
+        if np.isnan(finish).any():
+            if self.horizon_s is None:
+                return math.inf  # the candidate left known jobs waiting forever
+            left = np.isnan(finish)
+            finish = np.where(left, until + self._left_s(fork, known[left]).sum(), finish)
+        return float(np.sum(finish - now))
+
+    @staticmethod
+    def _left_s(fork: Any, ids: np.ndarray) -> np.ndarray:
+        """Believed remaining seconds of unfinished ``ids`` at their current rate (or
+        ``inf`` when they are not running)."""
+        left = fork.estimator.remaining_many(ids)
+        rate = fork.rate[ids]
+        return np.divide(left, rate, out=np.full_like(left, np.inf), where=rate > 0)
+
+
+def make_teacher(name: str, env_id: str) -> LookaheadTeacher | None:
+    """The teacher agent ``name`` names (``lookahead``; ``lookahead:a,b,c``), or ``None``
+    when ``name`` is a plain heuristic."""
+    if name != "lookahead" and not name.startswith("lookahead:"):
+        return None
+    if ":" in name:
+        return LookaheadTeacher(tuple(c for c in name.split(":", 1)[1].split(",") if c))
+    if "Moldable" in env_id:
+        return LookaheadTeacher(MOLDABLE_CANDIDATES)
+    if "Placement" in env_id:
+        return LookaheadTeacher(PLACEMENT_CANDIDATES)
+    raise ConfigError(f"no default lookahead candidates for {env_id}; name them: lookahead:a,b")
+
+
+#: Teacher names besides registered heuristics.
+TEACHERS = ("lookahead",)

@@ -1,0 +1,101 @@
+"""Believed forks, the lookahead teacher and input-dependent baselines."""
+
+from __future__ import annotations
+
+import gymnasium as gym
+import numpy as np
+from sb3_contrib import MaskablePPO
+from stable_baselines3.common.callbacks import BaseCallback, CallbackList
+from stable_baselines3.common.vec_env import DummyVecEnv
+
+import cluster_envs  # noqa: F401
+from agents.grouped_rollouts import InputDependentBaseline, SharedSeedWrapper
+from agents.set_policy import SetPolicy
+from agents.teacher import LookaheadTeacher
+from cluster_envs.envs.rollout import HeuristicAgent, rollout
+from cluster_envs.sim.fork import fork_believed, play_ahead
+
+MOLDABLE = "cluster_envs/MoldableScheduling-v0"
+
+
+def _env(num_jobs: int = 12) -> gym.Env:
+    return gym.make(MOLDABLE, family="mixed", split="train", observation="scale_free",
+                    num_jobs=num_jobs)  # fmt: skip
+
+
+def _mid_episode(env: gym.Env, steps: int = 6) -> gym.Env:
+    obs, info = env.reset(seed=4)
+    agent = HeuristicAgent(env.unwrapped.policy("sjf"))
+    for _ in range(steps):
+        obs, _, term, trunc, info = env.step(agent.act(env, obs, info))
+        assert not (term or trunc)
+    return env
+
+
+def test_believed_fork_uses_estimates_and_drops_future_arrivals() -> None:
+    env = _mid_episode(_env(num_jobs=40))
+    sim = env.unwrapped.sim
+    known = [*sim.queue, *sim.active]
+    estimates = {j: sim.estimator.estimate(j).total_iterations for j in known}
+    true_before = [job.total_iterations for job in sim.jobs]
+    assert sim.num_arrived < len(sim.jobs)  # some arrivals are still to come
+    fork, _ = fork_believed(sim, None)
+    for j in known:
+        assert fork.jobs[j].total_iterations == max(estimates[j], 1e-9)
+    assert any(estimates[j] != true_before[j] for j in known)  # estimates are not truth
+    assert [job.total_iterations for job in sim.jobs] == true_before  # original untouched
+    arrived = fork.num_arrived
+    play_ahead(fork, env.unwrapped.policy("fifo"), float("inf"))
+    assert fork.num_arrived == arrived  # no future job ever arrives in the fork
+    assert np.isfinite(fork.finish_s[known]).all()  # the known jobs all finish
+    assert sim.num_arrived == arrived and sim.now_s < fork.now_s
+
+
+def test_single_candidate_lookahead_is_that_heuristic() -> None:
+    env = _env()
+    plain = rollout(env, HeuristicAgent(env.unwrapped.policy("sjf")), seed=2).metrics
+    taught = rollout(env, LookaheadTeacher(("sjf",)), seed=2).metrics
+    assert taught["avg_jct_s"] == plain["avg_jct_s"]
+
+
+def test_lookahead_acts_within_mask_and_picks_among_candidates() -> None:
+    env = _env()
+    teacher = LookaheadTeacher(("sjf", "max-parallelism", "threshold-eta"))
+    obs, info = env.reset(seed=1)
+    teacher.reset(env.unwrapped.episode_seed)
+    for _ in range(5):
+        action = teacher.act(env, obs, info)
+        assert info["action_mask"][action]
+        obs, _, term, trunc, info = env.step(action)
+        if term or trunc:
+            break
+    assert sum(teacher.choices.values()) >= 1
+    assert set(teacher.choices) <= set(teacher.candidates)
+
+
+class _Snapshot(BaseCallback):
+    """The buffer's advantages and returns as ``train`` will see them."""
+
+    def _on_step(self) -> bool:
+        return True
+
+    def _on_rollout_end(self) -> None:
+        buf = self.model.rollout_buffer
+        self.advantages, self.returns = buf.advantages.copy(), buf.returns.copy()
+
+
+def test_shared_seeds_and_sibling_baseline() -> None:
+    envs = [lambda g=g: SharedSeedWrapper(_env(), 7, g) for g in (0, 0, 1, 1)]
+    venv = DummyVecEnv(envs)
+    first = venv.reset()
+    assert np.array_equal(first[0], first[1]) and not np.array_equal(first[0], first[2])
+    model = MaskablePPO(SetPolicy, venv, n_steps=16, batch_size=32, n_epochs=1, seed=0,
+                        device="cpu", policy_kwargs={"hidden": 8})  # fmt: skip
+    baseline, seen = InputDependentBaseline(group_size=2), _Snapshot()
+    model.learn(64, callback=CallbackList([baseline, seen]))
+    assert baseline.replaced_share[-1] > 0.5
+    buf = seen
+    # Step 0 of env 0 and env 1: the same workload at the same time, so each one's
+    # advantage is its return minus the other's.
+    assert np.isclose(buf.advantages[0, 0], buf.returns[0, 0] - buf.returns[0, 1], atol=1e-5)
+    assert np.isclose(buf.advantages[0, 1], buf.returns[0, 1] - buf.returns[0, 0], atol=1e-5)
