@@ -1,6 +1,6 @@
 """The worker loop of multi-process vector envs: one native vector env behind a pipe.
 
-Used by ``agents.native_vec_proc.ProcNativeVecEnv`` (one process per share of the envs).
+Used by the SB3 multi-process adapter of the agents layer (one process per share of the envs).
 It imports only ``cluster_envs`` and Gymnasium, so a worker starts without torch/SB3.
 """
 
