@@ -41,7 +41,12 @@ OUT = REPO / "benchmarks" / "results" / "pollux_fidelity"
 #: Ours -> the artifact's policy name.
 POLICIES = {"tiresias-artifact": "tiresias", "optimus-oracle": "optimus", "pollux": "pollux"}
 #: Artifact testbed settings.
-CONFIG = {"time_slice_s": 60.0, "rescale_cost_s": 30.0, "restart_cost_s": 30.0}
+CONFIG = {
+    "time_slice_s": 60.0,
+    "rescale_cost_s": 30.0,
+    "restart_cost_s": 30.0,
+    "link_contention": False,
+}
 SLOTS = 100_000
 MAX_GPUS = 64
 
