@@ -17,16 +17,26 @@ the artifact's other job loads (``--load-dir``: the artifact's ``workloads-<load
 folders, e.g. ``../shared/data/pollux_adaptdl``), on the first ``--load-workloads``
 workloads of each.
 
+Speed (``--artifact-sim DIR --artifact-python PY --speed-csv A.csv,B.csv``): runs the
+artifact's own simulator (``DIR/simulator.py``, a copy of its ``simulator/`` folder,
+run by interpreter ``PY`` with its dependencies -- nothing of it is imported here) and
+ours on the same workload files, one after the other for each policy, and reports both
+average JCTs and wall times and the speed ratio (``pollux_fidelity_speed.md``/``.json``).
+
 Usage::
 
     python benchmarks/bench_pollux_fidelity.py --artifact-dir /tmp/pollux_art \\
         --load-dir ../shared/data/pollux_adaptdl --loads 1.0,0.5,1.5,2.0
+    python benchmarks/bench_pollux_fidelity.py --artifact-sim ../pollux-artifact/simulator \\
+        --artifact-python ../artifact-venv/bin/python --speed-csv w1.csv --speed-only
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import re
+import subprocess
 import time
 from pathlib import Path
 
@@ -41,7 +51,12 @@ OUT = REPO / "benchmarks" / "results" / "pollux_fidelity"
 #: Ours -> the artifact's policy name.
 POLICIES = {"tiresias-artifact": "tiresias", "optimus-oracle": "optimus", "pollux": "pollux"}
 #: Artifact testbed settings.
-CONFIG = {"time_slice_s": 60.0, "rescale_cost_s": 30.0, "restart_cost_s": 30.0}
+CONFIG = {
+    "time_slice_s": 60.0,
+    "rescale_cost_s": 30.0,
+    "restart_cost_s": 30.0,
+    "link_contention": False,
+}
 SLOTS = 100_000
 MAX_GPUS = 64
 
@@ -77,6 +92,62 @@ def artifact_means(folder: Path | None, policy: str, load: str) -> dict[str, flo
     return {w: float(np.mean(list(v.values()))) for w, v in jcts.items()}
 
 
+def artifact_run(sim_dir: Path, python: str, csv: Path, policy: str) -> tuple[float, float]:
+    """``(avg JCT s, wall s)`` of the artifact's simulator on ``csv`` (a subprocess)."""
+    start = time.perf_counter()
+    proc = subprocess.run(
+        [str(Path(python).absolute()) if "/" in python else python, "simulator.py",
+         "--policy", policy, str(csv.resolve())],
+        cwd=sim_dir, capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    wall = time.perf_counter() - start
+    found = re.findall(r"Average JCT: ([0-9.eE+-]+)", proc.stdout)
+    if not found:
+        raise RuntimeError(f"artifact {policy} on {csv}: no 'Average JCT' in its output")
+    return float(found[-1]), wall
+
+
+def speed_rows(sim_dir: Path, python: str, csvs: list[Path]) -> list[dict]:
+    """Ours and the artifact's simulator on the same files, each policy side by side."""
+    rows = []
+    for csv in csvs:
+        for ours, theirs in POLICIES.items():
+            jct, wall = run_one(str(csv), ours)
+            ref_jct, ref_wall = artifact_run(sim_dir, python, csv, theirs)
+            rows.append(
+                {
+                    "workload": csv.name,
+                    "policy": ours,
+                    "avg_jct_s": jct,
+                    "artifact_avg_jct_s": ref_jct,
+                    "wall_s": wall,
+                    "artifact_wall_s": ref_wall,
+                    "speedup": ref_wall / wall,
+                }
+            )
+            print(json.dumps(rows[-1]), flush=True)
+    return rows
+
+
+def speed_report(rows: list[dict], argv: list[str] | None) -> str:
+    """Markdown table of the side-by-side speed runs."""
+    lines = [
+        "# Speed: our simulator vs the artifact's, same workload files",
+        "",
+        "| workload | policy | avg JCT ours / artifact (s) | wall ours / artifact (s) | speedup |",
+        "|---|---|---|---|---|",
+    ]
+    for r in rows:
+        lines.append(
+            f"| {r['workload']} | {r['policy']} | {r['avg_jct_s']:.0f} / "
+            f"{r['artifact_avg_jct_s']:.0f} | {r['wall_s']:.1f} / {r['artifact_wall_s']:.1f} "
+            f"| {r['speedup']:.0f}x |"
+        )
+    cmd = " ".join(argv) if argv else "(see module docstring)"
+    lines += ["", f"Command: `python benchmarks/bench_pollux_fidelity.py {cmd}`"]
+    return "\n".join(lines) + "\n"
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--artifact-dir", type=Path, default=None)
@@ -84,7 +155,20 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--loads", default="1.0")
     parser.add_argument("--load-workloads", type=int, default=2)
     parser.add_argument("--workloads", default="1-8")
+    parser.add_argument("--artifact-sim", type=Path, default=None)
+    parser.add_argument("--artifact-python", default="python3")
+    parser.add_argument("--speed-csv", default="")
+    parser.add_argument("--speed-only", action="store_true")
     args = parser.parse_args(argv)
+    if args.artifact_sim is not None and args.speed_csv:
+        csvs = [Path(c) for c in args.speed_csv.split(",")]
+        srows = speed_rows(args.artifact_sim, args.artifact_python, csvs)
+        OUT.parent.mkdir(parents=True, exist_ok=True)
+        speed_out = OUT.with_name(OUT.name + "_speed")
+        speed_out.with_suffix(".json").write_text(json.dumps({"rows": srows}, indent=1))
+        speed_out.with_suffix(".md").write_text(speed_report(srows, argv))
+    if args.speed_only:
+        return 0
     lo, _, hi = args.workloads.partition("-")
     numbers = list(range(int(lo), int(hi or lo) + 1))
     rows = []
