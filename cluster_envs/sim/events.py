@@ -48,10 +48,9 @@ class EventQueue:
 
     def drop_arrivals(self) -> int:
         """Forget every pending arrival (a what-if fork's unknown future); how many."""
-        kept = [e for e in self.heap if e[1] != EV_ARRIVAL]
-        dropped = len(self.heap) - len(kept)
-        heapq.heapify(kept)
-        self.heap = kept
+        dropped = len(self._arrival_s) - self._next
+        self._next = len(self._arrival_s)
+        self._next_arrival_s = math.inf
         return dropped
 
     def push(self, time_s: float, kind: int, j: int) -> None:
