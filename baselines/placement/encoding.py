@@ -51,6 +51,33 @@ class Dimension:
     high: int
 
 
+def _check_space(
+    num_gpus: tuple[int, ...],
+    free: np.ndarray,
+    speed: np.ndarray,
+    load: np.ndarray,
+    max_spread: int,
+) -> None:
+    """ConfigError naming what makes the search space ill-defined."""
+    if not num_gpus:
+        raise ConfigError("placement space: no jobs to place")
+    if min(num_gpus) < 1:
+        raise ConfigError(f"placement space: every job needs >= 1 GPU, got {list(num_gpus)}")
+    if free.ndim != 1 or len(free) == 0:
+        raise ConfigError(f"placement space: free GPUs must be one count per node, got {free}")
+    if (free < 0).any():
+        raise ConfigError(f"placement space: negative free GPUs {free.tolist()}")
+    if len(speed) != len(free) or len(load) != len(free):
+        raise ConfigError(
+            f"placement space: {len(free)} nodes of free GPUs but {len(speed)} speeds "
+            f"and {len(load)} loads"
+        )
+    if isinstance(max_spread, bool) or not isinstance(max_spread, (int, np.integer)):
+        raise ConfigError(f"placement space: max_spread must be an integer, got {max_spread!r}")
+    if max_spread < 1:
+        raise ConfigError(f"placement space: max_spread must be >= 1, got {max_spread}")
+
+
 class PlacementEncoding:
     """The search space of one placement problem (see the module docstring).
 
@@ -75,6 +102,7 @@ class PlacementEncoding:
         self.node_speed = np.asarray(node_speed, dtype=float)
         self.max_spread = max_spread
         load = np.zeros(len(self.free), dtype=np.int64) if node_load is None else node_load
+        _check_space(self.num_gpus, self.free, self.node_speed, np.asarray(load), max_spread)
         if sum(self.num_gpus) > self.free.sum():
             raise ConfigError(
                 f"jobs need {sum(self.num_gpus)} GPUs but only {int(self.free.sum())} are free"

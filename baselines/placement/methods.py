@@ -138,6 +138,34 @@ def check_method(name: str) -> None:
         )
 
 
+def check_budget(calls: Any, name: str = "calls", minimum: int = 1) -> int:
+    """``calls`` as an int, or ConfigError naming the budget and the smallest it may be."""
+    if isinstance(calls, bool) or not isinstance(calls, (int, np.integer)):
+        raise ConfigError(f"{name} (evaluation budget) must be an integer, got {calls!r}")
+    if calls < minimum:
+        raise ConfigError(f"{name} (evaluation budget) must be >= {minimum}, got {calls}")
+    return int(calls)
+
+
+def check_skopt_options(name: str, options: Mapping[str, Any]) -> None:
+    """Raise ConfigError for an option the method's skopt minimiser does not take."""
+    import inspect
+
+    from skopt import forest_minimize, gp_minimize
+
+    minimise = gp_minimize if SKOPT_METHODS[name][0] == "gp" else forest_minimize
+    valid = [p for p in inspect.signature(minimise).parameters if p not in ("func", "dimensions")]
+    for key in options:
+        if key not in valid:
+            raise ConfigError(
+                f"unknown skopt option {key!r} for {minimise.__name__} (method {name!r})"
+                f"{suggest(key, valid)}"
+            )
+    for key in ("n_calls", "n_initial_points", "random_state"):
+        if key in options:
+            raise ConfigError(f"skopt option {key!r} is set by run_method (use calls / seed)")
+
+
 def _skopt(
     name: str,
     enc: PlacementEncoding,
@@ -190,8 +218,15 @@ def run_method(
         The best configuration and the search trace.
     """
     check_method(name)
-    if calls < 1:
-        raise ConfigError(f"calls must be >= 1, got {calls}")
+    calls = check_budget(calls)
+    warm = warm_start and name in SKOPT_METHODS
+    if warm and calls < len(GREEDY):
+        raise ConfigError(
+            f"calls={calls} is smaller than the {len(GREEDY)} greedy warm-start points of "
+            f"{name!r}: give calls >= {len(GREEDY)} or warm_start=False"
+        )
+    if skopt_options and name in SKOPT_METHODS:
+        check_skopt_options(name, skopt_options)
     cost = cost or PlacementCost(instance)
     enc = PlacementEncoding(
         instance.num_gpus, instance.free_gpus, instance.node_speed, instance.node_load
@@ -215,7 +250,7 @@ def run_method(
         for _ in range(calls if enc.num_dims else 1):
             objective(enc.sample(rng))
     else:
-        seeds = list(GREEDY.values()) if warm_start else []
+        seeds = list(GREEDY.values()) if warm else []
         for heuristic in seeds:
             objective.decode = lambda c: c
             objective(heuristic(instance))

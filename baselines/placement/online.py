@@ -30,7 +30,12 @@ from typing import Any
 import numpy as np
 
 from baselines.placement.encoding import PlacementEncoding
-from baselines.placement.methods import INITIAL_POINTS, SKOPT_METHODS, check_method
+from baselines.placement.methods import (
+    INITIAL_POINTS,
+    SKOPT_METHODS,
+    check_budget,
+    check_method,
+)
 from cluster_envs.config import SimConfig
 from cluster_envs.errors import ConfigError
 from cluster_envs.policies.fifo import FifoScheduler
@@ -100,9 +105,11 @@ class BOPlacement:
     ) -> None:
         check_method(method)
         if method not in SKOPT_METHODS:
-            raise ConfigError(f"online placement needs a BO method ({', '.join(SKOPT_METHODS)})")
-        if budget < 1:
-            raise ConfigError(f"budget must be >= 1, got {budget}")
+            raise ConfigError(
+                f"online placement needs a BO method, got {method!r}; "
+                f"BO methods: {', '.join(SKOPT_METHODS)}"
+            )
+        budget = check_budget(budget, "budget")
         if queue_horizon < 0:
             raise ConfigError(f"queue_horizon must be >= 0, got {queue_horizon}")
         self.method = method
