@@ -54,6 +54,16 @@ def _workloads(names: list[str], split: str) -> dict[str, dict[str, Any]]:
     return out
 
 
+def _set_bo_options(options: dict[str, Any]) -> None:
+    """Pool initializer: override module constants of baselines.placement.online."""
+    from baselines.placement import online
+
+    for key, value in options.items():
+        if not hasattr(online, key):
+            raise SystemExit(f"--bo-options: baselines.placement.online has no {key!r}")
+        setattr(online, key, value)
+
+
 def _run(task: tuple[str, dict[str, Any], str, int]) -> dict[str, Any]:
     from cluster_envs.harness.grid import Cell, run_cell
 
@@ -153,6 +163,11 @@ def main() -> int:
     parser.add_argument("--policies", default="fifo,fifo-best-fit,bo-gp-ei")
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--out", default=str(RESULTS / "placement_online"))
+    parser.add_argument(
+        "--bo-options",
+        default="{}",
+        help='JSON overrides of online.py constants, e.g. {"IMPROVEMENT_MARGIN": 0.05}',
+    )
     args = parser.parse_args()
     policies = args.policies.split(",")
     if not set(HEURISTICS) & set(policies):
@@ -163,7 +178,9 @@ def main() -> int:
     tasks.sort(key=lambda t: (not t[2].startswith("bo"), t[0] != "large"))  # slow ones first
     start = time.perf_counter()
     rows = []
-    with get_context("fork").Pool(args.workers) as pool:
+    options = json.loads(args.bo_options)
+    _set_bo_options(options)  # fail here, not in a worker
+    with get_context("fork").Pool(args.workers, _set_bo_options, (options,)) as pool:
         for i, row in enumerate(pool.imap_unordered(_run, tasks)):
             rows.append(row)
             print(f"[{i + 1}/{len(tasks)}] {row['workload']} {row['policy']} {row['seed']}: "

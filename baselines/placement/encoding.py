@@ -148,6 +148,42 @@ class PlacementEncoding:
         """Number of points of the space."""
         return int(np.prod([d.high - d.low + 1 for d in self.dims], dtype=float))
 
+    def encode(self, configuration: Sequence[Placement]) -> list[int]:
+        """The point whose job ``j`` anchors on the best-ranked node of its placement and
+        spans as many nodes as it does (capped by the space): the point nearest to a
+        configuration another placer made (decoding it need not give it back exactly)."""
+        point = []
+        for d in self.dims:
+            nodes = [n for n, _ in configuration[d.job] if n in self._rank_of]
+            if d.kind == "anchor":
+                value = min((self._rank_of[n] for n in nodes), default=d.low)
+            else:
+                value = len(nodes)
+            point.append(int(np.clip(value, d.low, d.high)))
+        return point
+
+    def trust_region(self, centre: Sequence[int], radius: int) -> list[Any]:
+        """skopt dimensions with every anchor within ``radius`` ranks of ``centre``'s.
+
+        Spreads keep their full range. A dimension keeps at least two values (skopt needs
+        ``low < high``). Decoding still uses :meth:`decode` (the bounds are a subset).
+        """
+        from skopt.space import Integer
+
+        if radius < 1:
+            raise ConfigError(f"placement space: trust-region radius must be >= 1, got {radius}")
+        if len(centre) != len(self.dims):
+            raise ConfigError(f"centre has {len(centre)} coordinates, space has {self.num_dims}")
+        dims = []
+        for d, c in zip(self.dims, centre, strict=True):
+            low, high = d.low, d.high
+            if d.kind == "anchor":
+                low, high = max(d.low, int(c) - radius), min(d.high, int(c) + radius)
+                if low == high:
+                    low, high = (low, high + 1) if high < d.high else (low - 1, high)
+            dims.append(Integer(low, high, name=f"{d.kind}_{d.job}"))
+        return dims
+
     def decode(self, x: Sequence[Any]) -> tuple[Placement, ...]:
         """The (repaired, always feasible) configuration of point ``x``."""
         if len(x) != len(self.dims):

@@ -9,6 +9,8 @@ name                   what it does
 ``gp-hedge``           ``gp_minimize``, GP-Hedge portfolio of EI/PI/LCB
 ``rf``                 ``skopt.forest_minimize``, random forest, EI
 ``et``                 ``forest_minimize``, extra trees, EI
+``gp-ei-tr``, ``rf-tr``, the same searches inside a trust region: every anchor within
+``et-tr``              ``TRUST_RADIUS`` node ranks of the best greedy configuration's
 ``random``             uniform points of the same encoding (seeded numpy)
 ``exhaustive``         every feasible configuration (all splits; small instances only)
 ``greedy-*``           one configuration from a heuristic (:mod:`~baselines.placement.greedy`)
@@ -51,7 +53,17 @@ SKOPT_METHODS: dict[str, tuple[str, dict[str, Any]]] = {
     "rf": ("forest", {"base_estimator": "RF", "acq_func": "EI"}),
     "et": ("forest", {"base_estimator": "ET", "acq_func": "EI"}),
 }
-METHODS: tuple[str, ...] = (*SKOPT_METHODS, "random", "exhaustive", *GREEDY)
+#: Trust-region methods: name -> the skopt method searching around the best greedy.
+TRUST_REGION: dict[str, str] = {"gp-ei-tr": "gp-ei", "rf-tr": "rf", "et-tr": "et"}
+#: Node ranks either side of the best greedy anchor a trust-region search may use.
+TRUST_RADIUS = 4
+METHODS: tuple[str, ...] = (
+    *SKOPT_METHODS,
+    *TRUST_REGION,
+    "random",
+    "exhaustive",
+    *GREEDY,
+)
 
 
 @dataclass
@@ -173,6 +185,7 @@ def _skopt(
     calls: int,
     seed: int,
     overrides: Mapping[str, Any],
+    space: list[Any] | None = None,
 ) -> None:
     from skopt import forest_minimize, gp_minimize
 
@@ -183,7 +196,7 @@ def _skopt(
         warnings.simplefilter("ignore", UserWarning)
         minimise(
             objective,
-            enc.skopt_space(),
+            space or enc.skopt_space(),
             n_calls=calls,
             n_initial_points=min(INITIAL_POINTS, calls),
             random_state=seed,
@@ -219,6 +232,9 @@ def run_method(
     """
     check_method(name)
     calls = check_budget(calls)
+    label, name, trust = name, TRUST_REGION.get(name, name), name in TRUST_REGION
+    if trust and not warm_start:
+        raise ConfigError(f"{label!r} searches around the greedy warm starts: keep warm_start")
     warm = warm_start and name in SKOPT_METHODS
     if warm and calls < len(GREEDY):
         raise ConfigError(
@@ -254,14 +270,17 @@ def run_method(
         for heuristic in seeds:
             objective.decode = lambda c: c
             objective(heuristic(instance))
+        space = None
+        if trust and objective.best is not None:
+            space = enc.trust_region(enc.encode(objective.best[1]), TRUST_RADIUS)
         objective.decode = enc.decode
         if calls > len(seeds):
-            _skopt(name, enc, objective, calls - len(seeds), seed, skopt_options or {})
+            _skopt(name, enc, objective, calls - len(seeds), seed, skopt_options or {}, space)
     wall = time.perf_counter() - start
     assert objective.best is not None
     best_cost, best_config = objective.best
     return SearchResult(
-        method=name,
+        method=label,
         configuration=best_config,
         cost_estimated_s=best_cost,
         cost_true_s=PlacementCost(instance, truth=True)(best_config),

@@ -64,6 +64,9 @@ WARM_START = (
 QUEUE_HORIZON = 16
 #: Relative projected saving a searched placement needs to replace the best greedy one.
 IMPROVEMENT_MARGIN = 0.02
+#: Which placement BO's pick must beat by the margin: "best-greedy" (the warm start the
+#: projection ranks first) or "first-fit" (consolidated first-fit, WARM_START[0]).
+ANCHOR = "best-greedy"
 #: Smallest remaining length given to a projected job (iterations).
 MIN_ITERATIONS = 1e-6
 
@@ -150,9 +153,16 @@ class BOPlacement:
             candidates = [enc.decode(x) for x in enc.grid()]
         else:
             candidates = [self._search(enc, project, self.budget - len(set(seeds)))]
-        # Greedy first: BO's pick replaces the best greedy placement only when its projected
+        # Greedy first: BO's pick replaces the default placement only when its projected
         # cost is lower by IMPROVEMENT_MARGIN (the projection is noisy; fidelity benchmark).
-        greedy = min(seeds, key=project) if seeds else None
+        # The default is the best greedy by projection (ANCHOR "best-greedy") or the first
+        # warm start, consolidated first-fit (ANCHOR "first-fit": the other greedy
+        # placements must then clear the margin too).
+        if ANCHOR == "first-fit" and seeds:
+            greedy: tuple[Placement, ...] | None = seeds[0]
+            candidates = [*candidates, *seeds[1:]]
+        else:
+            greedy = min(seeds, key=project) if seeds else None
         found = min(candidates, key=project)
         if greedy is None or project(found) < (1.0 - IMPROVEMENT_MARGIN) * project(greedy):
             placement = found[0]
