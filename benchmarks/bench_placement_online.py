@@ -146,6 +146,29 @@ def markdown(summary: dict[str, Any], policies: list[str], command: str, wall: f
     return "\n".join(lines) + "\n"
 
 
+def rows_from_log(path: str) -> list[dict[str, Any]]:
+    """Episodes a (possibly unfinished) run printed: its progress lines, JCT to 1 s."""
+    import re
+
+    pattern = re.compile(r"^\[\d+/\d+\] (\S+) (\S+) (\d+): ([\d.]+) s \(([\d.]+) s wall\)")
+    rows = []
+    for line in Path(path).read_text().splitlines():
+        m = pattern.match(line)
+        if m:
+            w, p, seed, jct, wall = m.groups()
+            rows.append({"workload": w, "policy": p, "seed": int(seed), "status": "ok",
+                         "error": None, "avg_jct_s": float(jct), "wall_s": float(wall)})  # fmt: skip
+    return rows
+
+
+def _complete(rows: list[dict[str, Any]], policies: list[str]) -> list[dict[str, Any]]:
+    """Only the (workload, seed) episodes every policy finished."""
+    done: dict[tuple[str, int], set[str]] = {}
+    for r in rows:
+        done.setdefault((r["workload"], r["seed"]), set()).add(r["policy"])
+    return [r for r in rows if done[(r["workload"], r["seed"])] >= set(policies)]
+
+
 def _seeds(text: str) -> list[int]:
     lo, _, hi = text.partition("-")
     return list(range(int(lo), int(hi or lo) + 1))
@@ -164,6 +187,12 @@ def main() -> int:
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--out", default=str(RESULTS / "placement_online"))
     parser.add_argument(
+        "--from-log",
+        default=None,
+        help="summarise the progress lines of earlier (maybe unfinished) runs instead "
+        "(comma-separated logs)",
+    )
+    parser.add_argument(
         "--bo-options",
         default="{}",
         help='JSON overrides of online.py constants, e.g. {"IMPROVEMENT_MARGIN": 0.05}',
@@ -178,6 +207,23 @@ def main() -> int:
     tasks.sort(key=lambda t: (not t[2].startswith("bo"), t[0] != "large"))  # slow ones first
     start = time.perf_counter()
     rows = []
+    if args.from_log:
+        logs = args.from_log.split(",")
+        rows = _complete([r for log in logs for r in rows_from_log(log)], policies)
+        if not rows:
+            parser.error(f"{args.from_log}: no episode that every policy finished")
+        summary = summarise(rows, policies)
+        seeds = sorted({r["seed"] for r in rows})
+        command = ".venv/bin/python benchmarks/bench_placement_online.py " + " ".join(
+            a for a in sys.argv[1:]
+        )
+        text = markdown(summary, policies, command, 0.0, seeds)
+        Path(args.out).with_suffix(".md").write_text(text)
+        Path(args.out).with_suffix(".json").write_text(
+            json.dumps({"command": command, "rows": rows, **summary}, indent=1)
+        )
+        print(text)
+        return 0
     options = json.loads(args.bo_options)
     _set_bo_options(options)  # fail here, not in a worker
     with get_context("fork").Pool(args.workers, _set_bo_options, (options,)) as pool:
