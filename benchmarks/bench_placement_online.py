@@ -146,15 +146,17 @@ def markdown(summary: dict[str, Any], policies: list[str], command: str, wall: f
     return "\n".join(lines) + "\n"
 
 
-def rows_from_log(path: str) -> list[dict[str, Any]]:
-    """Episodes a (possibly unfinished) run printed: its progress lines, JCT to 1 s."""
+def rows_from_log(paths: list[str]) -> list[dict[str, Any]]:
+    """Episodes (possibly unfinished) runs printed: their progress lines, JCT to 1 s."""
     import re
 
     pattern = re.compile(r"^\[\d+/\d+\] (\S+) (\S+) (\d+): ([\d.]+) s \(([\d.]+) s wall\)")
-    rows = []
-    for line in Path(path).read_text().splitlines():
+    rows, seen = [], set()
+    lines = [line for path in paths for line in Path(path).read_text().splitlines()]
+    for line in lines:
         m = pattern.match(line)
-        if m:
+        if m and m.groups()[:3] not in seen:  # an episode run twice counts once
+            seen.add(m.groups()[:3])
             w, p, seed, jct, wall = m.groups()
             rows.append({"workload": w, "policy": p, "seed": int(seed), "status": "ok",
                          "error": None, "avg_jct_s": float(jct), "wall_s": float(wall)})  # fmt: skip
@@ -209,7 +211,7 @@ def main() -> int:
     rows = []
     if args.from_log:
         logs = args.from_log.split(",")
-        rows = _complete([r for log in logs for r in rows_from_log(log)], policies)
+        rows = _complete(rows_from_log(logs), policies)
         if not rows:
             parser.error(f"{args.from_log}: no episode that every policy finished")
         summary = summarise(rows, policies)
