@@ -45,8 +45,8 @@ def _add_arguments(p: argparse.ArgumentParser) -> None:
 
 def resolve_instance(value: str, seed: int) -> PlacementInstance:
     """A preset name or a JSON file path -> PlacementInstance."""
+    from baselines.placement.instance_json import load_instance
     from baselines.placement.presets import PRESETS, make_instance
-    from baselines.placement.problem import load_instance
 
     if value in PRESETS:
         return make_instance(value, seed)

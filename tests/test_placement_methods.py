@@ -8,9 +8,9 @@ import pytest
 
 from baselines.placement.cost import PlacementCost, check_configuration
 from baselines.placement.encoding import PlacementEncoding
+from baselines.placement.instance_json import instance_from_dict
 from baselines.placement.methods import METHODS, SKOPT_METHODS, run_method
 from baselines.placement.presets import make_instance
-from baselines.placement.problem import instance_from_dict
 from cluster_envs.config import GPU_SPEED
 from cluster_envs.errors import ConfigError
 from cluster_envs.perf import zoo

@@ -9,8 +9,8 @@ import pytest
 
 from baselines.placement.cost import PlacementCost, check_configuration
 from baselines.placement.encoding import PlacementEncoding, enumerate_configurations
+from baselines.placement.instance_json import instance_from_dict, load_instance
 from baselines.placement.presets import make_instance
-from baselines.placement.problem import instance_from_dict, load_instance
 from cluster_envs.errors import ConfigError
 
 TOY = {

@@ -16,7 +16,9 @@ from cluster_envs.sim.fork import settle
 from cluster_envs.workload import synthetic_workload
 
 
-@pytest.mark.parametrize(("method", "seed"), [("gp-ei", 0), ("rf", 1), ("et", 2)])
+@pytest.mark.parametrize(
+    ("method", "seed"), [("gp-ei", 0), ("rf", 1), ("et", 2), ("gp-ei-tr", 3), ("rf-tr", 4)]
+)
 def test_offline_warm_start_is_never_worse_than_the_best_greedy(method: str, seed: int) -> None:
     instance = make_instance("medium", seed=seed)
     cost = PlacementCost(instance)
@@ -51,3 +53,26 @@ def test_online_warm_start_is_never_worse_than_the_greedy_placers() -> None:
             checked += 1
         settle(sim, driver)
     assert checked >= 1
+
+
+def test_trust_region_keeps_anchors_near_the_best_greedy() -> None:
+    from baselines.placement.encoding import PlacementEncoding
+    from baselines.placement.methods import TRUST_RADIUS
+
+    instance = make_instance("large", seed=0)
+    enc = PlacementEncoding(
+        instance.num_gpus, instance.free_gpus, instance.node_speed, instance.node_load
+    )
+    best = GREEDY["greedy-optimus"](instance)
+    centre = enc.encode(best)
+    dims = enc.trust_region(centre, TRUST_RADIUS)
+    full = enc.skopt_space()
+    for d, c, box, whole in zip(enc.dims, centre, dims, full, strict=True):
+        assert whole.low <= box.low < box.high <= whole.high
+        if d.kind == "anchor":
+            assert box.high - box.low <= 2 * TRUST_RADIUS
+            assert box.low <= c <= box.high
+        else:
+            assert (box.low, box.high) == (whole.low, whole.high)
+    # the region is a real restriction on a 100+ node cluster
+    assert sum(b.high - b.low for b in dims) < sum(w.high - w.low for w in full)

@@ -51,6 +51,33 @@ class Dimension:
     high: int
 
 
+def _check_space(
+    num_gpus: tuple[int, ...],
+    free: np.ndarray,
+    speed: np.ndarray,
+    load: np.ndarray,
+    max_spread: int,
+) -> None:
+    """ConfigError naming what makes the search space ill-defined."""
+    if not num_gpus:
+        raise ConfigError("placement space: no jobs to place")
+    if min(num_gpus) < 1:
+        raise ConfigError(f"placement space: every job needs >= 1 GPU, got {list(num_gpus)}")
+    if free.ndim != 1 or len(free) == 0:
+        raise ConfigError(f"placement space: free GPUs must be one count per node, got {free}")
+    if (free < 0).any():
+        raise ConfigError(f"placement space: negative free GPUs {free.tolist()}")
+    if len(speed) != len(free) or len(load) != len(free):
+        raise ConfigError(
+            f"placement space: {len(free)} nodes of free GPUs but {len(speed)} speeds "
+            f"and {len(load)} loads"
+        )
+    if isinstance(max_spread, bool) or not isinstance(max_spread, (int, np.integer)):
+        raise ConfigError(f"placement space: max_spread must be an integer, got {max_spread!r}")
+    if max_spread < 1:
+        raise ConfigError(f"placement space: max_spread must be >= 1, got {max_spread}")
+
+
 class PlacementEncoding:
     """The search space of one placement problem (see the module docstring).
 
@@ -75,6 +102,7 @@ class PlacementEncoding:
         self.node_speed = np.asarray(node_speed, dtype=float)
         self.max_spread = max_spread
         load = np.zeros(len(self.free), dtype=np.int64) if node_load is None else node_load
+        _check_space(self.num_gpus, self.free, self.node_speed, np.asarray(load), max_spread)
         if sum(self.num_gpus) > self.free.sum():
             raise ConfigError(
                 f"jobs need {sum(self.num_gpus)} GPUs but only {int(self.free.sum())} are free"
@@ -119,6 +147,42 @@ class PlacementEncoding:
     def size(self) -> int:
         """Number of points of the space."""
         return int(np.prod([d.high - d.low + 1 for d in self.dims], dtype=float))
+
+    def encode(self, configuration: Sequence[Placement]) -> list[int]:
+        """The point whose job ``j`` anchors on the best-ranked node of its placement and
+        spans as many nodes as it does (capped by the space): the point nearest to a
+        configuration another placer made (decoding it need not give it back exactly)."""
+        point = []
+        for d in self.dims:
+            nodes = [n for n, _ in configuration[d.job] if n in self._rank_of]
+            if d.kind == "anchor":
+                value = min((self._rank_of[n] for n in nodes), default=d.low)
+            else:
+                value = len(nodes)
+            point.append(int(np.clip(value, d.low, d.high)))
+        return point
+
+    def trust_region(self, centre: Sequence[int], radius: int) -> list[Any]:
+        """skopt dimensions with every anchor within ``radius`` ranks of ``centre``'s.
+
+        Spreads keep their full range. A dimension keeps at least two values (skopt needs
+        ``low < high``). Decoding still uses :meth:`decode` (the bounds are a subset).
+        """
+        from skopt.space import Integer
+
+        if radius < 1:
+            raise ConfigError(f"placement space: trust-region radius must be >= 1, got {radius}")
+        if len(centre) != len(self.dims):
+            raise ConfigError(f"centre has {len(centre)} coordinates, space has {self.num_dims}")
+        dims = []
+        for d, c in zip(self.dims, centre, strict=True):
+            low, high = d.low, d.high
+            if d.kind == "anchor":
+                low, high = max(d.low, int(c) - radius), min(d.high, int(c) + radius)
+                if low == high:
+                    low, high = (low, high + 1) if high < d.high else (low - 1, high)
+            dims.append(Integer(low, high, name=f"{d.kind}_{d.job}"))
+        return dims
 
     def decode(self, x: Sequence[Any]) -> tuple[Placement, ...]:
         """The (repaired, always feasible) configuration of point ``x``."""

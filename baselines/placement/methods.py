@@ -9,6 +9,8 @@ name                   what it does
 ``gp-hedge``           ``gp_minimize``, GP-Hedge portfolio of EI/PI/LCB
 ``rf``                 ``skopt.forest_minimize``, random forest, EI
 ``et``                 ``forest_minimize``, extra trees, EI
+``gp-ei-tr``, ``rf-tr``, the same searches inside a trust region: every anchor within
+``et-tr``              ``TRUST_RADIUS`` node ranks of the best greedy configuration's
 ``random``             uniform points of the same encoding (seeded numpy)
 ``exhaustive``         every feasible configuration (all splits; small instances only)
 ``greedy-*``           one configuration from a heuristic (:mod:`~baselines.placement.greedy`)
@@ -51,7 +53,17 @@ SKOPT_METHODS: dict[str, tuple[str, dict[str, Any]]] = {
     "rf": ("forest", {"base_estimator": "RF", "acq_func": "EI"}),
     "et": ("forest", {"base_estimator": "ET", "acq_func": "EI"}),
 }
-METHODS: tuple[str, ...] = (*SKOPT_METHODS, "random", "exhaustive", *GREEDY)
+#: Trust-region methods: name -> the skopt method searching around the best greedy.
+TRUST_REGION: dict[str, str] = {"gp-ei-tr": "gp-ei", "rf-tr": "rf", "et-tr": "et"}
+#: Node ranks either side of the best greedy anchor a trust-region search may use.
+TRUST_RADIUS = 4
+METHODS: tuple[str, ...] = (
+    *SKOPT_METHODS,
+    *TRUST_REGION,
+    "random",
+    "exhaustive",
+    *GREEDY,
+)
 
 
 @dataclass
@@ -138,6 +150,34 @@ def check_method(name: str) -> None:
         )
 
 
+def check_budget(calls: Any, name: str = "calls", minimum: int = 1) -> int:
+    """``calls`` as an int, or ConfigError naming the budget and the smallest it may be."""
+    if isinstance(calls, bool) or not isinstance(calls, (int, np.integer)):
+        raise ConfigError(f"{name} (evaluation budget) must be an integer, got {calls!r}")
+    if calls < minimum:
+        raise ConfigError(f"{name} (evaluation budget) must be >= {minimum}, got {calls}")
+    return int(calls)
+
+
+def check_skopt_options(name: str, options: Mapping[str, Any]) -> None:
+    """Raise ConfigError for an option the method's skopt minimiser does not take."""
+    import inspect
+
+    from skopt import forest_minimize, gp_minimize
+
+    minimise = gp_minimize if SKOPT_METHODS[name][0] == "gp" else forest_minimize
+    valid = [p for p in inspect.signature(minimise).parameters if p not in ("func", "dimensions")]
+    for key in options:
+        if key not in valid:
+            raise ConfigError(
+                f"unknown skopt option {key!r} for {minimise.__name__} (method {name!r})"
+                f"{suggest(key, valid)}"
+            )
+    for key in ("n_calls", "n_initial_points", "random_state"):
+        if key in options:
+            raise ConfigError(f"skopt option {key!r} is set by run_method (use calls / seed)")
+
+
 def _skopt(
     name: str,
     enc: PlacementEncoding,
@@ -145,6 +185,7 @@ def _skopt(
     calls: int,
     seed: int,
     overrides: Mapping[str, Any],
+    space: list[Any] | None = None,
 ) -> None:
     from skopt import forest_minimize, gp_minimize
 
@@ -155,7 +196,7 @@ def _skopt(
         warnings.simplefilter("ignore", UserWarning)
         minimise(
             objective,
-            enc.skopt_space(),
+            space or enc.skopt_space(),
             n_calls=calls,
             n_initial_points=min(INITIAL_POINTS, calls),
             random_state=seed,
@@ -190,8 +231,18 @@ def run_method(
         The best configuration and the search trace.
     """
     check_method(name)
-    if calls < 1:
-        raise ConfigError(f"calls must be >= 1, got {calls}")
+    calls = check_budget(calls)
+    label, name, trust = name, TRUST_REGION.get(name, name), name in TRUST_REGION
+    if trust and not warm_start:
+        raise ConfigError(f"{label!r} searches around the greedy warm starts: keep warm_start")
+    warm = warm_start and name in SKOPT_METHODS
+    if warm and calls < len(GREEDY):
+        raise ConfigError(
+            f"calls={calls} is smaller than the {len(GREEDY)} greedy warm-start points of "
+            f"{name!r}: give calls >= {len(GREEDY)} or warm_start=False"
+        )
+    if skopt_options and name in SKOPT_METHODS:
+        check_skopt_options(name, skopt_options)
     cost = cost or PlacementCost(instance)
     enc = PlacementEncoding(
         instance.num_gpus, instance.free_gpus, instance.node_speed, instance.node_load
@@ -215,18 +266,21 @@ def run_method(
         for _ in range(calls if enc.num_dims else 1):
             objective(enc.sample(rng))
     else:
-        seeds = list(GREEDY.values()) if warm_start else []
+        seeds = list(GREEDY.values()) if warm else []
         for heuristic in seeds:
             objective.decode = lambda c: c
             objective(heuristic(instance))
+        space = None
+        if trust and objective.best is not None:
+            space = enc.trust_region(enc.encode(objective.best[1]), TRUST_RADIUS)
         objective.decode = enc.decode
         if calls > len(seeds):
-            _skopt(name, enc, objective, calls - len(seeds), seed, skopt_options or {})
+            _skopt(name, enc, objective, calls - len(seeds), seed, skopt_options or {}, space)
     wall = time.perf_counter() - start
     assert objective.best is not None
     best_cost, best_config = objective.best
     return SearchResult(
-        method=name,
+        method=label,
         configuration=best_config,
         cost_estimated_s=best_cost,
         cost_true_s=PlacementCost(instance, truth=True)(best_config),

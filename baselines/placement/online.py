@@ -30,7 +30,12 @@ from typing import Any
 import numpy as np
 
 from baselines.placement.encoding import PlacementEncoding
-from baselines.placement.methods import INITIAL_POINTS, SKOPT_METHODS, check_method
+from baselines.placement.methods import (
+    INITIAL_POINTS,
+    SKOPT_METHODS,
+    check_budget,
+    check_method,
+)
 from cluster_envs.config import SimConfig
 from cluster_envs.errors import ConfigError
 from cluster_envs.policies.fifo import FifoScheduler
@@ -59,6 +64,9 @@ WARM_START = (
 QUEUE_HORIZON = 16
 #: Relative projected saving a searched placement needs to replace the best greedy one.
 IMPROVEMENT_MARGIN = 0.02
+#: Which placement BO's pick must beat by the margin: "best-greedy" (the warm start the
+#: projection ranks first) or "first-fit" (consolidated first-fit, WARM_START[0]).
+ANCHOR = "best-greedy"
 #: Smallest remaining length given to a projected job (iterations).
 MIN_ITERATIONS = 1e-6
 
@@ -100,9 +108,11 @@ class BOPlacement:
     ) -> None:
         check_method(method)
         if method not in SKOPT_METHODS:
-            raise ConfigError(f"online placement needs a BO method ({', '.join(SKOPT_METHODS)})")
-        if budget < 1:
-            raise ConfigError(f"budget must be >= 1, got {budget}")
+            raise ConfigError(
+                f"online placement needs a BO method, got {method!r}; "
+                f"BO methods: {', '.join(SKOPT_METHODS)}"
+            )
+        budget = check_budget(budget, "budget")
         if queue_horizon < 0:
             raise ConfigError(f"queue_horizon must be >= 0, got {queue_horizon}")
         self.method = method
@@ -143,9 +153,16 @@ class BOPlacement:
             candidates = [enc.decode(x) for x in enc.grid()]
         else:
             candidates = [self._search(enc, project, self.budget - len(set(seeds)))]
-        # Greedy first: BO's pick replaces the best greedy placement only when its projected
+        # Greedy first: BO's pick replaces the default placement only when its projected
         # cost is lower by IMPROVEMENT_MARGIN (the projection is noisy; fidelity benchmark).
-        greedy = min(seeds, key=project) if seeds else None
+        # The default is the best greedy by projection (ANCHOR "best-greedy") or the first
+        # warm start, consolidated first-fit (ANCHOR "first-fit": the other greedy
+        # placements must then clear the margin too).
+        if ANCHOR == "first-fit" and seeds:
+            greedy: tuple[Placement, ...] | None = seeds[0]
+            candidates = [*candidates, *seeds[1:]]
+        else:
+            greedy = min(seeds, key=project) if seeds else None
         found = min(candidates, key=project)
         if greedy is None or project(found) < (1.0 - IMPROVEMENT_MARGIN) * project(greedy):
             placement = found[0]
