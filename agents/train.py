@@ -10,6 +10,7 @@ thread with deterministic algorithms, and every RNG is seeded from ``seed``.
 from __future__ import annotations
 
 import time
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -180,12 +181,16 @@ def run_training(spec: RunSpec) -> TrainResult:
         callbacks.append(_eval_callback(plan, eval_env))
     start_steps = model.num_timesteps
     start = time.perf_counter()
-    model.learn(
-        total_timesteps=plan.budget,
-        callback=callbacks,
-        reset_num_timesteps=plan.resume is None,
-        progress_bar=spec.progress_bar,
-    )
+    with warnings.catch_warnings():
+        # The eval env is one Monitor-wrapped env in a DummyVecEnv on purpose, while training
+        # steps the native vector env: SB3's EvalCallback warns that the types differ.
+        warnings.filterwarnings("ignore", "Training and eval env are not of the same type")
+        model.learn(
+            total_timesteps=plan.budget,
+            callback=callbacks,
+            reset_num_timesteps=plan.resume is None,
+            progress_bar=spec.progress_bar,
+        )
     wall_s = time.perf_counter() - start
     last = _save_last(model, train_env, out)
     train_env.close()
