@@ -45,6 +45,11 @@ def _add_train(p: argparse.ArgumentParser) -> None:
     p.add_argument("--force", action="store_true", help="overwrite a run folder")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.add_argument(
+        "--vec-env", default="native", choices=("native", "native-subproc", "dummy"),
+        help="training env vectorisation: one batched native vector env (default), two "
+        "worker processes of it, or SB3's DummyVecEnv (the same episodes)",
+    )  # fmt: skip
+    p.add_argument(
         "--pretrain", default=None, metavar="HEURISTIC",
         help="clone this heuristic's actions before RL (DL2-style warm start), e.g. slaq",
     )  # fmt: skip
@@ -93,6 +98,7 @@ def _run_train(args: argparse.Namespace) -> int:
         resume=args.resume,
         force=args.force,
         progress_bar=not args.no_progress,
+        vec_env=args.vec_env,
         argv=_argv(args),
         pretrain=PretrainSettings(
             args.pretrain,

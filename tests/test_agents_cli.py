@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from agents.cli import _add_train
 from cluster_envs.cli import main
 
 TOY = '{"preset": "toy"}'
@@ -114,3 +115,31 @@ def test_help_lists_train_and_evaluate(capsys: pytest.CaptureFixture[str]) -> No
             main([command, "--help"])
         assert exc.value.code == 0
         assert "--seed" in capsys.readouterr().out
+
+
+def test_vec_env_flag_picks_the_vectorisation_and_all_kinds_play_the_same(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import torch
+    from stable_baselines3.common.save_util import load_from_zip_file
+
+    from agents.envs import VEC_ENV_KINDS
+
+    params = {}
+    for kind in ("native", "dummy"):
+        out = tmp_path / kind
+        assert main(train_argv(out, "--vec-env", kind)) == 0
+        _, state, _ = load_from_zip_file(out / "last_model.zip")
+        params[kind] = state["policy"]
+    assert params["native"].keys() == params["dummy"].keys()
+    assert all(torch.equal(params["native"][k], params["dummy"][k]) for k in params["native"])
+    with pytest.raises(SystemExit) as exc:
+        main(train_argv(tmp_path / "bad", "--vec-env", "subproc"))
+    assert exc.value.code == 2 and "invalid choice" in capsys.readouterr().err
+    # The CLI's literal choices (kept literal so --help needs no SB3 import) are the kinds.
+    import argparse
+
+    p = argparse.ArgumentParser()
+    _add_train(p)
+    (action,) = [a for a in p._actions if a.dest == "vec_env"]
+    assert tuple(action.choices or ()) == VEC_ENV_KINDS
