@@ -77,6 +77,11 @@ class Contention:
         """``(compute_divisor, network_divisor)`` for job ``j`` on ``placement``."""
         if not self.enabled:
             return 1.0, 1.0
+        if len(placement) == 1:  # no link contention; the one node's crowd
+            if self.node_interference > 0:
+                crowd = len(self.jobs_on[placement[0][0]])
+                return 1.0 + self.node_interference * max(crowd - 1, 0), 1.0
+            return 1.0, 1.0
         network = 1.0
         if self.link_contention and len(placement) > 1:
             network = float(max(max(self.distributed_on[n] for n, _ in placement), 1))

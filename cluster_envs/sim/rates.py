@@ -25,6 +25,18 @@ class RateModel:
         self.inventory = inventory
         self.contention = contention
         self._cache: dict[tuple[int, tuple[int, ...], float, float], float] = {}
+        # (job, placement, compute divisor, network divisor) -> rate, for fixed-rate jobs:
+        # the rate is a pure function of these, so a hit skips the shape and the key build.
+        self._fast: dict[tuple[int, Placement, float, float], float] = {}
+
+    def fixed_rate(self, j: int, spec: JobSpec, placement: Placement) -> float:
+        """:meth:`rate_of` for a job without ``goodput_rate`` (no progress dependence)."""
+        compute_div, network_div = self.contention.factors(j, placement)
+        key = (j, placement, compute_div, network_div)
+        rate = self._fast.get(key)
+        if rate is None:
+            rate = self._fast[key] = self.rate_of(j, spec, placement, 0, 0.0)
+        return rate
 
     def rate_of(
         self, j: int, spec: JobSpec, placement: Placement, batch_size: int, done: float
