@@ -82,6 +82,7 @@ class Simulator(SimulatorState):
         self._goodput = [hasattr(job.speed, "goodput_rate") for job in self._jobs]
         self._queue: dict[int, None] = {}  # insertion-ordered set, submission order
         self._active: dict[int, None] = {}  # running or rescaling, start order
+        self._ids: tuple[tuple[int, ...], tuple[int, ...]] | None = None  # both, as tuples
         self._now_s = 0.0
         self._num_finished = 0
         self._num_arrived = 0
@@ -111,6 +112,12 @@ class Simulator(SimulatorState):
     @property
     def observers(self) -> tuple[object, ...]:  # in call order, the episode record first
         return tuple(self._observers)
+
+    def queued_and_running_ids(self) -> tuple[tuple[int, ...], tuple[int, ...]]:
+        """``(tuple(queue), tuple(active))``, kept until either changes (for views)."""
+        if self._ids is None:
+            self._ids = (tuple(self._queue), tuple(self._active))
+        return self._ids
 
     @property
     def done(self) -> bool:
@@ -159,6 +166,7 @@ class Simulator(SimulatorState):
     def _arrive(self, j: int) -> None:
         self._state[j] = _QUEUED
         self._queue[j] = None
+        self._ids = None
         self._num_arrived += 1
         self._state_version += 1
 
@@ -169,6 +177,7 @@ class Simulator(SimulatorState):
         self._finish_s[j] = self._now_s
         self._release(j)
         del self._active[j]
+        self._ids = None
         self._num_finished += 1
         self._state_version += 1
         for callback in self._on["on_finish"]:
@@ -242,6 +251,7 @@ class Simulator(SimulatorState):
             self._first_start_s[j] = self._now_s
         self._active[j] = None
         self._queue.pop(j, None)
+        self._ids = None
         neighbours = self._contention.add(j, placement)
         if cost_s > 0:
             self._state[j] = _RESCALING
@@ -257,6 +267,7 @@ class Simulator(SimulatorState):
         self._set_rate(j, 0.0)
         self._release(j)
         del self._active[j]
+        self._ids = None
         self._state[j] = _QUEUED
         self._num_restarts[j] += 1
         # Re-insert in submission order, in place (the read-only proxy shows this dict):
