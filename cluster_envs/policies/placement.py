@@ -17,6 +17,52 @@ STRATEGIES = ("first-fit", "best-fit")
 #: How a job too large for any one node is split: over the fewest nodes of any GPU type
 #: (ties: the faster type), or over the fewest nodes of the fastest type with room.
 SPLITS = ("fewest-nodes", "fastest-type")
+#: Clusters up to this many nodes take the pure-Python path of :func:`consolidate`
+#: (same result; a dozen numpy calls on a 16-node vector cost more than a loop).
+SMALL_CLUSTER = 64
+
+
+def _fewest_nodes_list(free: list, nodes: list[int], num_gpus: int) -> Placement | None:
+    """:func:`fewest_nodes` on a list of free GPUs and a list of node ids."""
+    if sum(free[n] for n in nodes) < num_gpus:
+        return None
+    out: list[tuple[int, int]] = []
+    need = num_gpus
+    for node in sorted(nodes, key=lambda n: (-free[n], n)):
+        take = min(int(free[node]), need)
+        if take:
+            out.append((int(node), take))
+            need -= take
+        if not need:
+            break
+    return tuple(sorted(out))
+
+
+def _consolidate_list(
+    free: list, speed: list, num_gpus: int, strategy: str, prefer_fast: bool, split: str
+) -> Placement | None:
+    """:func:`consolidate` on lists (the small-cluster path)."""
+    nodes = range(len(free))
+    fits = [n for n in nodes if free[n] >= num_gpus]
+    if fits:
+        if prefer_fast:
+            fastest = max(speed[n] for n in fits)
+            fits = [n for n in fits if speed[n] == fastest]
+        node = min(fits, key=free.__getitem__) if strategy == "best-fit" else fits[0]
+        return ((int(node), int(num_gpus)),)
+    speeds = sorted(set(speed), reverse=prefer_fast)
+    best: Placement | None = None
+    for s in speeds:
+        found = _fewest_nodes_list(
+            free, [n for n in nodes if speed[n] == s and free[n] > 0], num_gpus
+        )
+        if found is not None and split == "fastest-type":
+            return found
+        if found is not None and (best is None or len(found) < len(best)):
+            best = found
+    if best is None:
+        best = _fewest_nodes_list(free, [n for n in nodes if free[n] > 0], num_gpus)
+    return best
 
 
 def fewest_nodes(free: np.ndarray, nodes: np.ndarray, num_gpus: int) -> Placement | None:
@@ -63,6 +109,22 @@ def consolidate(
     Returns:
         ``((node, gpus), ...)`` sorted by node, or ``None`` if fewer GPUs are free.
     """
+    if len(free) <= SMALL_CLUSTER:
+        return _consolidate_list(
+            free.tolist(), node_speed.tolist(), num_gpus, strategy, prefer_fast, split
+        )
+    return _consolidate_array(free, node_speed, num_gpus, strategy, prefer_fast, split)
+
+
+def _consolidate_array(
+    free: np.ndarray,
+    node_speed: np.ndarray,
+    num_gpus: int,
+    strategy: str,
+    prefer_fast: bool,
+    split: str,
+) -> Placement | None:
+    """:func:`consolidate` in numpy (the large-cluster path)."""
     fits = np.flatnonzero(free >= num_gpus)
     if fits.size:
         if prefer_fast:

@@ -22,14 +22,19 @@ def _fail(job_id: int, reason: str) -> InfeasibleDecisionError:
     return InfeasibleDecisionError(f"job {job_id}: {reason}")
 
 
-def _check_job(sim: Simulator, job_id: object) -> int:
-    if not isinstance(job_id, int | np.integer) or not 0 <= int(job_id) < len(sim.jobs):
-        raise InfeasibleDecisionError(f"unknown job {job_id!r} (workload has {len(sim.jobs)} jobs)")
+_PENDING, _FINISHED = int(JobState.PENDING), int(JobState.FINISHED)
+_MALLEABLE = JobKind.MALLEABLE
+_INT = (int, np.integer)  # a tuple: isinstance(x, int | np.integer) builds a union per call
+
+
+def _check_job(sim: Simulator, job_id: object, states: np.ndarray, num_jobs: int) -> int:
+    if not isinstance(job_id, _INT) or not 0 <= int(job_id) < num_jobs:
+        raise InfeasibleDecisionError(f"unknown job {job_id!r} (workload has {num_jobs} jobs)")
     j = int(job_id)
-    state = JobState(int(sim.state[j]))
-    if state is JobState.PENDING:
+    state = states[j]
+    if state == _PENDING:
         raise _fail(j, f"not submitted yet (submits at {sim.jobs[j].submit_time_s:.1f}s)")
-    if state is JobState.FINISHED:
+    if state == _FINISHED:
         raise _fail(j, "already finished")
     return j
 
@@ -42,12 +47,12 @@ def _check_placement(sim: Simulator, j: int, placement: Placement, free: np.ndar
         if len(pair) != 2:
             raise _fail(j, f"placement entry {pair!r} is not (node, gpus)")
         node, gpus = pair
-        if not isinstance(node, int | np.integer) or not 0 <= node < num_nodes:
+        if not isinstance(node, _INT) or not 0 <= node < num_nodes:
             raise _fail(j, f"unknown node {node!r} (cluster has {num_nodes} nodes)")
         if node in seen:
             raise _fail(j, f"node {node} appears twice in the placement")
         seen.add(int(node))
-        if not isinstance(gpus, int | np.integer) or gpus < 1:
+        if not isinstance(gpus, _INT) or gpus < 1:
             raise _fail(j, f"GPU count {gpus!r} on node {node} must be a positive integer")
         if gpus > free[node]:
             raise _fail(j, f"node {node} has {int(free[node])} free GPUs, placement asks {gpus}")
@@ -71,17 +76,18 @@ def validate_decision(sim: Simulator, decision: Decision) -> None:
     free = sim.inventory.free.copy()
     # Each job may appear once per decision, so a job's held GPUs are always the ones the
     # simulator records: validation costs O(actions), not O(running jobs).
-    active = sim.active
+    active, states, jobs, placements = sim.active, sim.state, sim.jobs, sim.placement
+    num_jobs = len(jobs)
     touched: set[int] = set()
     for action in decision.actions:
-        j = _check_job(sim, action.job_id)
+        j = _check_job(sim, action.job_id, states, num_jobs)
         if j in touched:
             raise _fail(j, "appears in more than one action of the same decision")
         touched.add(j)
         if isinstance(action, Preempt) or (isinstance(action, Allocate) and not action.placement):
             if j not in active:
                 raise _fail(j, "cannot preempt a job that is not running")
-            for node, gpus in sim.placement[j]:
+            for node, gpus in placements[j]:
                 free[node] += gpus
             continue
         if not isinstance(action, Allocate):
@@ -89,11 +95,11 @@ def validate_decision(sim: Simulator, decision: Decision) -> None:
         if action.batch_size is not None and not int(action.batch_size) >= 1:
             raise _fail(j, f"batch_size must be >= 1, got {action.batch_size}")
         if j in active:
-            if sim.jobs[j].kind is not JobKind.MALLEABLE:
-                if tuple(sorted(action.placement)) == sim.placement[j]:
+            if jobs[j].kind is not _MALLEABLE:
+                if tuple(sorted(action.placement)) == placements[j]:
                     continue  # re-stating the current placement is a no-op
-                raise _fail(j, f"{sim.jobs[j].kind.value} job is running and cannot be resized")
-            for node, gpus in sim.placement[j]:
+                raise _fail(j, f"{jobs[j].kind.value} job is running and cannot be resized")
+            for node, gpus in placements[j]:
                 free[node] += gpus
         _check_placement(sim, j, action.placement, free)
         for node, gpus in action.placement:

@@ -77,11 +77,26 @@ class Contention:
         """``(compute_divisor, network_divisor)`` for job ``j`` on ``placement``."""
         if not self.enabled:
             return 1.0, 1.0
+        interference = self.node_interference
+        if len(placement) == 1:  # no link contention; the one node's crowd
+            if interference > 0:
+                crowd = len(self.jobs_on[placement[0][0]])
+                return (1.0 + interference * (crowd - 1) if crowd > 1 else 1.0), 1.0
+            return 1.0, 1.0
         network = 1.0
-        if self.link_contention and len(placement) > 1:
-            network = float(max(max(self.distributed_on[n] for n, _ in placement), 1))
+        if self.link_contention:
+            distributed_on = self.distributed_on
+            most = 1
+            for n, _ in placement:
+                if distributed_on[n] > most:
+                    most = distributed_on[n]
+            network = float(most)
         compute = 1.0
-        if self.node_interference > 0:
-            crowd = max(len(self.jobs_on[n]) for n, _ in placement)
-            compute = 1.0 + self.node_interference * max(crowd - 1, 0)
+        if interference > 0:
+            jobs_on = self.jobs_on
+            crowd = 1
+            for n, _ in placement:
+                if len(jobs_on[n]) > crowd:
+                    crowd = len(jobs_on[n])
+            compute = 1.0 + interference * (crowd - 1)
         return compute, network

@@ -31,6 +31,11 @@ from cluster_envs.types import Decision, JobSpec, JobState, Placement, Preempt
 #: Progress within this many iterations of the total counts as complete (float noise).
 PROGRESS_EPS = 1e-9
 
+# Plain ints: an IntEnum member looked up on its class costs an enum __getattr__ call.
+_PENDING, _QUEUED = int(JobState.PENDING), int(JobState.QUEUED)
+_RESCALING, _RUNNING = int(JobState.RESCALING), int(JobState.RUNNING)
+_FINISHED = int(JobState.FINISHED)
+
 
 class Simulator(SimulatorState):
     """A GPU cluster, a list of jobs, and time.
@@ -62,7 +67,7 @@ class Simulator(SimulatorState):
         self._inventory = GpuInventory(self._cluster)
         check_workload(self._jobs, self._cluster, self._inventory.num_gpus)
         n = len(self._jobs)
-        self._state = np.full(n, JobState.PENDING, dtype=np.int8)
+        self._state = np.full(n, _PENDING, dtype=np.int8)
         self._progress = np.zeros(n)
         self._rate = np.zeros(n)
         self._last_update_s = np.zeros(n)
@@ -74,8 +79,11 @@ class Simulator(SimulatorState):
         self._held_since_s = np.zeros(n)
         self._batch_size = np.array([job.batch_size for job in self._jobs], dtype=np.int64)
         self._placement: list[Placement] = [()] * n
+        # Jobs whose rate depends on progress (adaptive batch size): never cached.
+        self._goodput = [hasattr(job.speed, "goodput_rate") for job in self._jobs]
         self._queue: dict[int, None] = {}  # insertion-ordered set, submission order
         self._active: dict[int, None] = {}  # running or rescaling, start order
+        self._ids: tuple[tuple[int, ...], tuple[int, ...]] | None = None  # both, as tuples
         self._now_s = 0.0
         self._num_finished = 0
         self._num_arrived = 0
@@ -105,6 +113,12 @@ class Simulator(SimulatorState):
     @property
     def observers(self) -> tuple[object, ...]:  # in call order, the episode record first
         return tuple(self._observers)
+
+    def queued_and_running_ids(self) -> tuple[tuple[int, ...], tuple[int, ...]]:
+        """``(tuple(queue), tuple(active))``, kept until either changes (for views)."""
+        if self._ids is None:
+            self._ids = (tuple(self._queue), tuple(self._active))
+        return self._ids
 
     @property
     def done(self) -> bool:
@@ -151,25 +165,27 @@ class Simulator(SimulatorState):
             self._state_version += 1
 
     def _arrive(self, j: int) -> None:
-        self._state[j] = JobState.QUEUED
+        self._state[j] = _QUEUED
         self._queue[j] = None
+        self._ids = None
         self._num_arrived += 1
         self._state_version += 1
 
     def _complete(self, j: int) -> None:
         self._sync_progress(j)
         self._progress[j] = self._jobs[j].total_iterations
-        self._state[j] = JobState.FINISHED
+        self._state[j] = _FINISHED
         self._finish_s[j] = self._now_s
         self._release(j)
         del self._active[j]
+        self._ids = None
         self._num_finished += 1
         self._state_version += 1
         for callback in self._on["on_finish"]:
             callback(self, j)
 
     def _resume(self, j: int) -> None:
-        self._state[j] = JobState.RUNNING
+        self._state[j] = _RUNNING
         self._set_rate(j, self._rate_of(j, self._placement[j]))
 
     def _sync_progress(self, j: int) -> None:
@@ -200,15 +216,20 @@ class Simulator(SimulatorState):
 
     def _rate_of(self, j: int, placement: Placement) -> float:
         spec = self._jobs[j]
+        if not self._goodput[j]:
+            return self._rates.fixed_rate(j, spec, placement)
         done = float(self._progress[j] / spec.total_iterations)
         return self._rates.rate_of(j, spec, placement, int(self._batch_size[j]), done)
 
     def _refresh_rates(self, jobs: set[int]) -> None:
         """Recompute the rates of running ``jobs`` after their neighbours changed."""
+        if not jobs:
+            return
+        state, rates, placements = self._state, self._rate, self._placement
         for k in sorted(jobs):
-            if self._state[k] == JobState.RUNNING:
-                rate = self._rate_of(k, self._placement[k])
-                if rate != self._rate[k]:
+            if state[k] == _RUNNING:
+                rate = self._rate_of(k, placements[k])
+                if rate != rates[k]:
                     self._set_rate(k, rate)
 
     def _release(self, j: int) -> None:
@@ -231,13 +252,14 @@ class Simulator(SimulatorState):
             self._first_start_s[j] = self._now_s
         self._active[j] = None
         self._queue.pop(j, None)
+        self._ids = None
         neighbours = self._contention.add(j, placement)
         if cost_s > 0:
-            self._state[j] = JobState.RESCALING
+            self._state[j] = _RESCALING
             self._set_rate(j, 0.0)
             self._events.push(self._now_s + cost_s, EV_RESCALED, j)
         else:
-            self._state[j] = JobState.RUNNING
+            self._state[j] = _RUNNING
             self._set_rate(j, self._rate_of(j, placement))
         self._refresh_rates(neighbours)
 
@@ -246,7 +268,8 @@ class Simulator(SimulatorState):
         self._set_rate(j, 0.0)
         self._release(j)
         del self._active[j]
-        self._state[j] = JobState.QUEUED
+        self._ids = None
+        self._state[j] = _QUEUED
         self._num_restarts[j] += 1
         # Re-insert in submission order, in place (the read-only proxy shows this dict):
         # a binary search on the (submit time, id) rank, then one C-level rebuild.
@@ -306,7 +329,7 @@ class Simulator(SimulatorState):
         """Adopt ``batch_size``; a running job keeping its GPUs re-rates now (no restart)."""
         self._sync_progress(j)
         self._batch_size[j] = batch_size
-        if placement == self._placement[j] and self._state[j] == JobState.RUNNING:
+        if placement == self._placement[j] and self._state[j] == _RUNNING:
             self._set_rate(j, self._rate_of(j, placement))
 
     def believe_estimates(self) -> int:

@@ -146,23 +146,41 @@ def best_isolated_runtime_s(job: JobSpec, cluster: ClusterConfig, network_speed:
     return best
 
 
+#: best_isolated_runtime_s per iteration, across episodes, keyed by the (hashable, frozen)
+#: speed model's value, the GPU range, the cluster and its network speed.
+_PER_ITER: dict[tuple[object, int, int, object, float], float] = {}
+_PER_ITER_MAX = 4096
+
+
 def lower_bound_avg_jct_s(sim: Simulator) -> float:
     """Average over jobs of :func:`best_isolated_runtime_s` (a bound no policy can beat).
 
     Finite for every workload the simulator accepts (each job fits the whole cluster).
     """
     cache: dict[tuple[int, int, int, float], float] = {}
+    cluster, network_speed = sim.cluster, sim.inventory.network_speed
     total = 0.0
     for job in sim.jobs:
         key = (id(job.speed), job.min_gpus, job.max_gpus, 0.0)
         per_iter = cache.get(key)
         if per_iter is None:
-            per_iter = best_isolated_runtime_s(
-                _unit_job(job), sim.cluster, sim.inventory.network_speed
-            )
-            cache[key] = per_iter
+            per_iter = cache[key] = _per_iteration_s(job, cluster, network_speed)
         total += per_iter * job.total_iterations
     return total / max(len(sim.jobs), 1)
+
+
+def _per_iteration_s(job: JobSpec, cluster: ClusterConfig, network_speed: float) -> float:
+    try:
+        key = (job.speed, job.min_gpus, job.max_gpus, cluster, network_speed)
+        found = _PER_ITER.get(key)
+    except TypeError:  # an unhashable speed model: no cross-episode cache
+        return best_isolated_runtime_s(_unit_job(job), cluster, network_speed)
+    if found is None:
+        found = best_isolated_runtime_s(_unit_job(job), cluster, network_speed)
+        if len(_PER_ITER) >= _PER_ITER_MAX:
+            _PER_ITER.clear()
+        _PER_ITER[key] = found
+    return found
 
 
 def _unit_job(job: JobSpec) -> JobSpec:

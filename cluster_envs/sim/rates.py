@@ -25,6 +25,20 @@ class RateModel:
         self.inventory = inventory
         self.contention = contention
         self._cache: dict[tuple[int, tuple[int, ...], float, float], float] = {}
+        # (job, placement, compute divisor, network divisor) -> rate, for fixed-rate jobs:
+        # the rate is a pure function of these, so a hit skips the shape and the key build.
+        self._fast: dict[tuple[int, Placement, float, float], float] = {}
+        # placement -> (shape, slowest GPU's speed): placements recur across jobs.
+        self._shapes: dict[Placement, tuple[tuple[int, ...], float]] = {}
+
+    def fixed_rate(self, j: int, spec: JobSpec, placement: Placement) -> float:
+        """:meth:`rate_of` for a job without ``goodput_rate`` (no progress dependence)."""
+        compute_div, network_div = self.contention.factors(j, placement)
+        key = (j, placement, compute_div, network_div)
+        rate = self._fast.get(key)
+        if rate is None:
+            rate = self._fast[key] = self._rate(j, spec, placement, compute_div, network_div)
+        return rate
 
     def rate_of(
         self, j: int, spec: JobSpec, placement: Placement, batch_size: int, done: float
@@ -38,12 +52,26 @@ class RateModel:
         Raises:
             ConfigError: The job's speed model gives a non-positive throughput.
         """
-        shape, speed = self.inventory.shape_and_speed(placement)
         compute_div, network_div = self.contention.factors(j, placement)
+        if hasattr(spec.speed, "goodput_rate"):
+            shape, speed = self._shape_and_speed(placement)
+            compute = speed / compute_div
+            network = self.inventory.network_speed / network_div
+            return spec.speed.goodput_rate(shape, compute, network, batch_size, done)
+        return self._rate(j, spec, placement, compute_div, network_div)
+
+    def _shape_and_speed(self, placement: Placement) -> tuple[tuple[int, ...], float]:
+        found = self._shapes.get(placement)
+        if found is None:
+            found = self._shapes[placement] = self.inventory.shape_and_speed(placement)
+        return found
+
+    def _rate(
+        self, j: int, spec: JobSpec, placement: Placement, compute_div: float, network_div: float
+    ) -> float:
+        shape, speed = self._shape_and_speed(placement)
         compute = speed / compute_div
         network = self.inventory.network_speed / network_div
-        if hasattr(spec.speed, "goodput_rate"):
-            return spec.speed.goodput_rate(shape, compute, network, batch_size, done)
         key = (id(spec.speed), shape, compute, network)
         rate = self._cache.get(key)
         if rate is None:

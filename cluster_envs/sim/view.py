@@ -256,6 +256,7 @@ class ClusterView:
 def build_view(sim: Simulator) -> ClusterView:
     """An immutable snapshot of ``sim`` now (what :meth:`Simulator.view` returns)."""
     inv = sim.inventory
+    queued_ids, running_ids = sim.queued_and_running_ids()
     return ClusterView(
         time_s=sim.now_s,
         cluster=sim.cluster,
@@ -263,8 +264,8 @@ def build_view(sim: Simulator) -> ClusterView:
         total_gpus=inv.total,
         node_speed=inv.speed,
         network_speed=inv.network_speed,
-        queued_ids=tuple(sim.queue),
-        running_ids=tuple(sim.active),
+        queued_ids=queued_ids,
+        running_ids=running_ids,
         num_pending=len(sim.jobs) - sim.num_arrived,
         num_finished=sim.num_finished,
         make_status=sim.job_status,
