@@ -6,7 +6,6 @@ completion re-keyed, only when its rate changes)."""
 
 from __future__ import annotations
 
-import bisect
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
@@ -23,6 +22,7 @@ from cluster_envs.sim.events import EV_COMPLETE, EV_RESCALED, EventQueue
 from cluster_envs.sim.inventory import GpuInventory
 from cluster_envs.sim.metrics import EpisodeRecord
 from cluster_envs.sim.observers import CALLBACKS, bound_callbacks
+from cluster_envs.sim.ordering import requeue, submission_rank
 from cluster_envs.sim.rates import RateModel
 from cluster_envs.sim.state_api import SimulatorState
 from cluster_envs.sim.view import ClusterView, JobStatus, build_view, make_job_status
@@ -93,8 +93,7 @@ class Simulator(SimulatorState):
         self._contention = Contention(
             self._inventory.num_nodes, self._config.link_contention, self._config.node_interference
         )
-        self._rank: np.ndarray | None = None  # queue order of each job, on first preemption
-        self._rank_of: Callable[[int], int] = int
+        self._rank_of: Callable[[int], int] | None = None  # queue order, on first preemption
         self._make_views()
         self._rates = RateModel(self._inventory, self._contention)
         self._observers: list[object] = []
@@ -132,9 +131,8 @@ class Simulator(SimulatorState):
     def step(self) -> float:
         """Process every event of the next event instant; returns that instant."""
         t = self.next_event_time()
-        if t == math.inf:
-            return t
-        self._process_until(t)
+        if t != math.inf:
+            self._process_until(t)
         return t
 
     def advance_to(self, time_s: float) -> None:
@@ -271,21 +269,9 @@ class Simulator(SimulatorState):
         self._ids = None
         self._state[j] = _QUEUED
         self._num_restarts[j] += 1
-        # Re-insert in submission order, in place (the read-only proxy shows this dict):
-        # a binary search on the (submit time, id) rank, then one C-level rebuild.
-        if self._rank is None:
-            order = np.argsort(self._events.submit_s, kind="stable")
-            self._rank = np.empty(len(order), dtype=np.int64)
-            self._rank[order] = np.arange(len(order))
-            self._rank_of = self._rank.tolist().__getitem__
-        ids = list(self._queue)
-        pos = bisect.bisect(ids, self._rank_of(j), key=self._rank_of)
-        if pos == len(ids):
-            self._queue[j] = None
-            return
-        ids.insert(pos, j)
-        self._queue.clear()
-        self._queue.update(dict.fromkeys(ids))
+        if self._rank_of is None:
+            self._rank_of = submission_rank(self._events.submit_s)
+        requeue(self._queue, j, self._rank_of)
 
     def apply(self, decision: Decision) -> int:
         """Validate the whole decision (or raise InfeasibleDecisionError and change
@@ -333,13 +319,9 @@ class Simulator(SimulatorState):
             self._set_rate(j, self._rate_of(j, placement))
 
     def believe_estimates(self) -> int:
-        """Turn this simulator (a fork) into the world its scheduler believes in.
-
-        Every queued or running job's true length becomes its current estimate (frozen:
-        no later refit), and the arrivals still to come are forgotten, so playing the
-        fork on uses only what a policy could know now. Returns how many arrivals were
-        dropped. Never call it on the simulator an env or runner is driving.
-        """
+        """Make this fork the world its scheduler believes in: queued and running jobs last
+        their current (frozen) estimates, future arrivals are dropped (returns how many).
+        Never call it on the simulator an env or runner is driving."""
         ids = np.array([*self._queue, *self._active], dtype=np.int64)
         totals = self._estimator.freeze(ids)
         jobs = list(self._jobs)
@@ -348,7 +330,7 @@ class Simulator(SimulatorState):
         self._jobs = tuple(jobs)
         dropped = self._events.drop_arrivals()
         for j in self._active:
-            if self._state[j] == JobState.RUNNING:
+            if self._state[j] == _RUNNING:
                 self._set_rate(int(j), float(self._rate[j]))  # re-key its completion
         self._state_version += 1
         return dropped
