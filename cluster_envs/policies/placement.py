@@ -7,6 +7,8 @@ type when possible (a data-parallel job runs at the pace of its slowest GPU).
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from cluster_envs.names import unknown_name
@@ -26,16 +28,7 @@ def _fewest_nodes_list(free: list, nodes: list[int], num_gpus: int) -> Placement
     """:func:`fewest_nodes` on a list of free GPUs and a list of node ids."""
     if sum(free[n] for n in nodes) < num_gpus:
         return None
-    out: list[tuple[int, int]] = []
-    need = num_gpus
-    for node in sorted(nodes, key=lambda n: (-free[n], n)):
-        take = min(int(free[node]), need)
-        if take:
-            out.append((int(node), take))
-            need -= take
-        if not need:
-            break
-    return tuple(sorted(out))
+    return _fill(free, sorted(nodes, key=lambda n: (-free[n], n)), num_gpus)
 
 
 def _consolidate_list(
@@ -69,7 +62,11 @@ def fewest_nodes(free: np.ndarray, nodes: np.ndarray, num_gpus: int) -> Placemen
     """Fill the nodes with the most free GPUs first (ties: lower id) until ``num_gpus``."""
     if free[nodes].sum() < num_gpus:
         return None
-    order = nodes[np.lexsort((nodes, -free[nodes]))]
+    return _fill(free, nodes[np.lexsort((nodes, -free[nodes]))], num_gpus)
+
+
+def _fill(free: Any, order: Any, num_gpus: int) -> Placement:
+    """Take free GPUs node by node in ``order`` until ``num_gpus`` (they are known to fit)."""
     out: list[tuple[int, int]] = []
     need = num_gpus
     for node in order:
