@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import multiprocessing
 import re
 import subprocess
 import time
@@ -50,31 +51,37 @@ REPO = Path(__file__).resolve().parents[1]
 OUT = REPO / "benchmarks" / "results" / "pollux_fidelity"
 #: Ours -> the artifact's policy name.
 POLICIES = {"tiresias-artifact": "tiresias", "optimus-oracle": "optimus", "pollux": "pollux"}
-#: Artifact testbed settings.
+#: Artifact testbed settings: 60 s rounds, 30 s on every allocation (the first too), no
+#: interference between jobs sharing a node (the artifact's ``--interference 0.0``).
 CONFIG = {
     "time_slice_s": 60.0,
     "rescale_cost_s": 30.0,
     "restart_cost_s": 30.0,
+    "start_cost_s": 30.0,
     "link_contention": False,
 }
 SLOTS = 100_000
 MAX_GPUS = 64
 
 
-def load(source: str, policy: str):
+def load(source: str, policy: str, throughput: str = "measured"):
     """The workload with the artifact's job semantics for ``policy``."""
     if policy == "tiresias-artifact":
-        return load_workload(source, kind="rigid")
+        return load_workload(source, kind="rigid", throughput=throughput)
     return load_workload(
-        source, kind="malleable", max_gpus_cap=MAX_GPUS, adaptive_batch=policy == "pollux"
-    )
+        source, kind="malleable", max_gpus_cap=MAX_GPUS, adaptive_batch=policy == "pollux",
+        throughput=throughput,
+    )  # fmt: skip
 
 
-def run_one(source: str, policy: str) -> tuple[float, float]:
-    """``(avg JCT s, wall s)`` of one run."""
-    wl = load(source, policy)
+def run_one(
+    source: str, policy: str, throughput: str = "measured", config: dict | None = None
+) -> tuple[float, float]:
+    """``(avg JCT s, wall s)`` of one run (``config``: simulator settings, default CONFIG)."""
+    wl = load(source, policy, throughput)
     start = time.perf_counter()
-    result = run_episode(wl, make_policy(policy, num_slots=SLOTS), "pollux-testbed", CONFIG, 0)
+    cfg = CONFIG if config is None else config
+    result = run_episode(wl, make_policy(policy, num_slots=SLOTS), "pollux-testbed", cfg, 0)
     wall = time.perf_counter() - start
     if result.metrics["num_unfinished"]:
         raise RuntimeError(f"{policy} on {source}: {result.metrics['num_unfinished']} unfinished")
@@ -148,18 +155,38 @@ def speed_report(rows: list[dict], argv: list[str] | None) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _run_cell(cell: tuple[str, str, str, dict]) -> tuple[float, float]:
+    source, policy, throughput, config = cell
+    return run_one(source, policy, throughput, config)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--artifact-dir", type=Path, default=None)
     parser.add_argument("--load-dir", type=Path, default=None)
     parser.add_argument("--loads", default="1.0")
-    parser.add_argument("--load-workloads", type=int, default=2)
+    parser.add_argument("--load-workloads", type=int, default=8)
     parser.add_argument("--workloads", default="1-8")
+    parser.add_argument(
+        "--throughput",
+        choices=("measured", "fitted"),
+        default="measured",
+        help="true job speeds: the artifact's measured tables or our fit",
+    )
+    parser.add_argument(
+        "--start-cost",
+        type=float,
+        default=CONFIG["start_cost_s"],
+        help="seconds charged on a job's first allocation (artifact: 30)",
+    )
+    parser.add_argument("--workers", type=int, default=1, help="runs in parallel")
+    parser.add_argument("--out", type=Path, default=OUT)
     parser.add_argument("--artifact-sim", type=Path, default=None)
     parser.add_argument("--artifact-python", default="python3")
     parser.add_argument("--speed-csv", default="")
     parser.add_argument("--speed-only", action="store_true")
     args = parser.parse_args(argv)
+    config = {**CONFIG, "start_cost_s": args.start_cost}
     if args.artifact_sim is not None and args.speed_csv:
         csvs = [Path(c) for c in args.speed_csv.split(",")]
         srows = speed_rows(args.artifact_sim, args.artifact_python, csvs)
@@ -171,7 +198,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     lo, _, hi = args.workloads.partition("-")
     numbers = list(range(int(lo), int(hi or lo) + 1))
-    rows = []
+    cells = []
     for load_factor in args.loads.split(","):
         for n in numbers if load_factor == "1.0" else numbers[: args.load_workloads]:
             if load_factor == "1.0":
@@ -180,24 +207,33 @@ def main(argv: list[str] | None = None) -> int:
                 continue
             else:
                 source = str(args.load_dir / f"workloads-{load_factor}" / f"workload-{n}.csv")
-            for ours, theirs in POLICIES.items():
-                jct, wall = run_one(source, ours)
-                ref = artifact_means(args.artifact_dir, theirs, load_factor).get(f"workload-{n}")
-                rows.append(
-                    {
-                        "load": load_factor,
-                        "workload": n,
-                        "policy": ours,
-                        "avg_jct_s": jct,
-                        "artifact_avg_jct_s": ref,
-                        "ratio": None if ref is None else jct / ref,
-                        "wall_s": wall,
-                    }
-                )
-                print(json.dumps(rows[-1]), flush=True)
-    OUT.parent.mkdir(parents=True, exist_ok=True)
-    OUT.with_suffix(".json").write_text(json.dumps({"config": CONFIG, "rows": rows}, indent=1))
-    OUT.with_suffix(".md").write_text(report(rows, argv))
+            for ours in POLICIES:
+                cells.append((load_factor, n, ours, source))
+    runs = [(source, ours, args.throughput, config) for _, _, ours, source in cells]
+    if args.workers > 1:
+        with multiprocessing.get_context("spawn").Pool(args.workers) as pool:
+            results = pool.map(_run_cell, runs, chunksize=1)
+    else:
+        results = [_run_cell(run) for run in runs]
+    rows = []
+    for (load_factor, n, ours, _), (jct, wall) in zip(cells, results, strict=True):
+        ref = artifact_means(args.artifact_dir, POLICIES[ours], load_factor).get(f"workload-{n}")
+        rows.append(
+            {
+                "load": load_factor,
+                "workload": n,
+                "policy": ours,
+                "avg_jct_s": jct,
+                "artifact_avg_jct_s": ref,
+                "ratio": None if ref is None else jct / ref,
+                "wall_s": wall,
+            }
+        )
+        print(json.dumps(rows[-1]), flush=True)
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    meta = {"config": config, "throughput": args.throughput, "rows": rows}
+    args.out.with_suffix(".json").write_text(json.dumps(meta, indent=1))
+    args.out.with_suffix(".md").write_text(report(rows, argv))
     return 0
 
 

@@ -164,6 +164,9 @@ class SimConfig:
         rescale_cost_s: Time a malleable job spends re-configuring after its allocation
             changes (holds the GPUs, makes no progress). Pollux uses 30 s.
         restart_cost_s: Time a preempted job spends restoring its checkpoint on resume.
+        start_cost_s: Time a job spends starting up on its first allocation (holds the
+            GPUs, makes no progress). 0 by default; Pollux's artifact charges 30 s on
+            every allocation, the first included.
         horizon_s: Stop the episode at this simulated time (``None``: run to the end).
         record_timeline: Keep (time, queued, running, busy GPUs) after every event.
         link_contention: Distributed jobs sharing a node split its inter-node bandwidth
@@ -175,6 +178,7 @@ class SimConfig:
     time_slice_s: float | None = None
     rescale_cost_s: float = 30.0
     restart_cost_s: float = 30.0
+    start_cost_s: float = 0.0
     horizon_s: float | None = None
     record_timeline: bool = True
     link_contention: bool = True
@@ -184,7 +188,7 @@ class SimConfig:
     def __post_init__(self) -> None:
         if self.time_slice_s is not None and not self.time_slice_s > 0:
             raise ConfigError(f"time_slice_s must be > 0 or None, got {self.time_slice_s}")
-        for name in ("rescale_cost_s", "restart_cost_s"):
+        for name in ("rescale_cost_s", "restart_cost_s", "start_cost_s"):
             if getattr(self, name) < 0:
                 raise ConfigError(f"{name} must be >= 0, got {getattr(self, name)}")
         if self.loss_noise_std < 0:

@@ -35,6 +35,7 @@ import numpy as np
 from cluster_envs.config import suggest
 from cluster_envs.errors import ConfigError
 from cluster_envs.perf import zoo
+from cluster_envs.perf.measured import MeasuredTable, micro_batches
 from cluster_envs.perf.speed import shape_totals
 from cluster_envs.perf.throughput import CEIL_EPS, PolluxThroughput
 
@@ -237,12 +238,16 @@ class GoodputSpeed:
     protocol, for code that knows no batch) uses ``batch_size`` at the start of training.
 
     Attributes:
-        model: The job's goodput model.
+        model: The job's goodput model: what schedulers believe (``goodput_table``,
+            ``best_batch``), and the simulated truth unless ``truth`` is given.
         batch_size: Batch used when none is given (the job's initial batch).
+        truth: Measured step times that set the simulated iteration time instead of
+            ``model.perf`` (Pollux artifact semantics; :mod:`cluster_envs.perf.measured`).
     """
 
     model: GoodputModel
     batch_size: int
+    truth: MeasuredTable | None = None
 
     def goodput_rate(
         self,
@@ -252,7 +257,20 @@ class GoodputSpeed:
         batch_size: int,
         fraction: float,
     ) -> float:
-        """Progress per second at ``batch_size`` and ``fraction`` of training done."""
+        """Progress per second at ``batch_size`` and ``fraction`` of training done.
+
+        With ``truth`` the iteration time is the measured one (Pollux's micro-batch rule,
+        :func:`~cluster_envs.perf.measured.micro_batches`) where it was measured, the
+        fitted one elsewhere.
+        """
+        if self.truth is not None:
+            gpus, _ = shape_totals(gpus_per_node, compute_speed, network_speed)
+            accum, micro = micro_batches(batch_size, gpus, self.model.perf.max_local_bsz)
+            time = self.truth.iteration_time(
+                gpus_per_node, micro, accum, compute_speed, network_speed
+            )
+            if time is not None:
+                return float(self.model.gain(batch_size, fraction)) / time
         return self.model.goodput(gpus_per_node, batch_size, fraction, compute_speed, network_speed)
 
     def throughput(
@@ -262,7 +280,7 @@ class GoodputSpeed:
         network_speed: float = 1.0,
     ) -> float:
         """Goodput at ``batch_size`` at the start of training (progress per second)."""
-        return self.model.goodput(gpus_per_node, self.batch_size, 0.0, compute_speed, network_speed)
+        return self.goodput_rate(gpus_per_node, compute_speed, network_speed, self.batch_size, 0.0)
 
 
 __all__ = [

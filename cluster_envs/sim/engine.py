@@ -302,7 +302,7 @@ class Simulator(SimulatorState):
                 self._num_restarts[j] += 1
                 self._start(j, placement, cfg.rescale_cost_s)
             else:
-                cost = cfg.restart_cost_s if self._num_restarts[j] > 0 else 0.0
+                cost = cfg.restart_cost_s if self._num_restarts[j] > 0 else cfg.start_cost_s
                 self._start(j, placement, cost)
             changed += 1
         if changed:

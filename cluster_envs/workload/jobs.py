@@ -48,6 +48,7 @@ from cluster_envs.config import GPU_SPEED, unknown_name
 from cluster_envs.errors import ConfigError
 from cluster_envs.perf import zoo
 from cluster_envs.perf.goodput import GoodputSpeed, get_goodput_model
+from cluster_envs.perf.measured import get_table, measured_speed_model
 from cluster_envs.perf.speed import SpeedModel, SpeedupThroughput, packed_shape
 from cluster_envs.perf.speedup import Downey
 from cluster_envs.types import JobKind, JobSpec, LossCurveParams
@@ -62,6 +63,8 @@ DOWNEY_SIGMA_RANGE = (0.0, 2.0)
 DOWNEY_A_SPREAD = 2.0
 #: Batch-size rules for records that give none.
 BATCH_RULES = ("scaled", "default", "sampled")
+#: Where zoo-model jobs' true speeds come from (``JobOptions.throughput``).
+THROUGHPUT_SOURCES = ("fitted", "measured")
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,6 +108,10 @@ class JobOptions:
             work is the model's total statistical progress (all its epochs) and the
             speed a :class:`~cluster_envs.perf.goodput.GoodputSpeed` (rate = goodput at
             the batch the scheduler sets, starting from the model's initial batch).
+        throughput: True speed of zoo-model jobs: ``"fitted"`` (the zoo's all-reduce
+            model) or ``"measured"`` (the Pollux testbed's measured step times,
+            interpolated as the Pollux artifact does; :mod:`cluster_envs.perf.measured`).
+            Schedulers that model goodput still believe the fitted model.
     """
 
     kind: JobKind | str = JobKind.RIGID
@@ -115,8 +122,11 @@ class JobOptions:
     max_gpus_cap: int = 16
     batch_sizes: str = "scaled"
     adaptive_batch: bool = False
+    throughput: str = "fitted"
 
     def __post_init__(self) -> None:
+        if self.throughput not in THROUGHPUT_SOURCES:
+            raise unknown_name("throughput", self.throughput, THROUGHPUT_SOURCES, listed="valid")
         if self.batch_sizes not in BATCH_RULES:
             raise unknown_name("batch_sizes rule", self.batch_sizes, BATCH_RULES, listed="rules")
         if not isinstance(self.kind, JobKind):
@@ -292,7 +302,8 @@ class JobFactory:
     def _make_adaptive(self, record: TraceRecord, job_id: int, model: str) -> JobSpec:
         """An adaptive-batch job (``JobOptions.adaptive_batch``), measured in progress."""
         good = get_goodput_model(model)
-        speed = GoodputSpeed(good, good.init_batch_size)
+        truth = get_table(model) if self.options.throughput == "measured" else None
+        speed = GoodputSpeed(good, good.init_batch_size, truth)
         return self._spec(record, job_id, model, good.init_batch_size, good.total_progress, speed)
 
     def _batch(self, model: str, num_gpus: int) -> int:
@@ -310,7 +321,10 @@ class JobFactory:
     def _speed(self, model: str, batch: int) -> SpeedModel:
         key = (model, batch)
         if key not in self._speeds:
-            self._speeds[key] = zoo.speed_model(model, batch)
+            if self.options.throughput == "measured":
+                self._speeds[key] = measured_speed_model(model, batch)
+            else:
+                self._speeds[key] = zoo.speed_model(model, batch)
         return self._speeds[key]
 
     def _rate(self, model: str, batch: int, num_gpus: int) -> float:

@@ -252,6 +252,7 @@ def load_workload(
     max_gpus_cap: int = 16,
     batch_sizes: str = "scaled",
     adaptive_batch: bool = False,
+    throughput: str = "fitted",
 ) -> Workload:
     """Load a trace file (format detected or given) or a named preset.
 
@@ -276,6 +277,9 @@ def load_workload(
         adaptive_batch: Pollux's artifact semantics for model records: the work is the
             model's total statistical progress and the rate is goodput at the batch the
             scheduler picks (``Allocate.batch_size``; :mod:`cluster_envs.perf.goodput`).
+        throughput: True speed of zoo-model jobs: ``"fitted"`` (the zoo's all-reduce
+            model) or ``"measured"`` (the Pollux testbed's measured step times,
+            interpolated as Pollux's artifact does; :mod:`cluster_envs.perf.measured`).
 
     Raises:
         TraceFormatError: A malformed file (``file:line: reason``).
@@ -294,6 +298,7 @@ def load_workload(
         "max_gpus_cap": max_gpus_cap,
         "batch_sizes": batch_sizes,
         "adaptive_batch": adaptive_batch,
+        "throughput": throughput,
     }
     target = os.fspath(path_or_preset)
     if format is not None and format not in FORMATS:
