@@ -35,7 +35,12 @@ from cluster_envs.policies.trained import agent_env_kwargs
 MOLDABLE = "cluster_envs/MoldableScheduling-v0"
 PLACEMENT = "cluster_envs/JobPlacement-v0"
 #: What the agents are trained on, and the card they ship with (as the generalist's).
-TRAIN_KWARGS = {"family": "mixed", "split": "train", "observation": "scale_free", "num_jobs": 12}
+TRAIN_KWARGS: dict[str, Any] = {
+    "family": "mixed",
+    "split": "train",
+    "observation": "scale_free",
+    "num_jobs": 12,
+}
 #: Families whose clusters differ from ``mixed``'s (8-GPU nodes; 4 nodes instead of 16).
 OTHER = {MOLDABLE: "lublin-256", PLACEMENT: "synthetic-16"}
 
@@ -43,7 +48,7 @@ OTHER = {MOLDABLE: "lublin-256", PLACEMENT: "synthetic-16"}
 def _save(out: Path, env_id: str, policy: Any, timesteps: int) -> Path:
     """Train ``policy`` briefly on ``TRAIN_KWARGS`` and save it as ``out/<Env>.zip`` + card."""
     env = gym.make(env_id, **TRAIN_KWARGS)
-    kwargs = {"policy_kwargs": {"hidden": 16}} if policy is SetPolicy else {}
+    kwargs: dict[str, Any] = {"policy_kwargs": {"hidden": 16}} if policy is SetPolicy else {}
     model = MaskablePPO(policy, env, n_steps=64, batch_size=64, n_epochs=1, seed=0,
                         device="cpu", **kwargs)  # fmt: skip
     model.learn(timesteps)
@@ -103,7 +108,7 @@ def test_load_agent_adapts_a_set_policy_to_another_cluster(set_dir: Path) -> Non
     obs, info = env.reset(seed=5)
     for _ in range(30):
         action = agent.act(env, obs, info)
-        assert env.unwrapped.action_masks()[action]
+        assert env.unwrapped.action_masks()[action]  # type: ignore[attr-defined]
         obs, _, terminated, truncated, info = env.step(action)
         if terminated or truncated:
             break
@@ -119,7 +124,8 @@ def test_suite_cells_play_a_set_policy_agent_with_its_observation(
     assert "observation" not in kwargs  # the suite's own kwargs: the default observation
     spec = f"pretrained:{env_id.split('/')[1]}"
     other = gym.make(env_id, **{**kwargs, "observation": "scale_free"})
-    assert other.observation_space.shape != make_agent(spec).model.observation_space.shape
+    trained: Any = make_agent(spec)  # an Sb3Agent
+    assert other.observation_space.shape != trained.model.observation_space.shape
     cells = [Cell(env_id, f"{family}/test", kwargs, spec, 100)]
     keep, incompatible = split_incompatible(cells)
     assert keep == cells and incompatible == []

@@ -67,7 +67,9 @@ def split_incompatible(cells: Sequence[Any]) -> tuple[list[Any], list[dict[str, 
 
     from cluster_envs.policies.trained import agent_env_kwargs, make_agent
 
-    keep, rows, verdict = [], [], {}
+    keep: list[Any] = []
+    rows: list[dict[str, Any]] = []
+    verdict: dict[tuple[str, str, str], str | None] = {}
     for cell in cells:
         if not cell.policy.startswith("pretrained:"):
             keep.append(cell)
