@@ -1,9 +1,10 @@
 """The SB3 algorithms ``cluster-envs train`` knows, and loading a saved model by its algo.
 
-Names are the CLI's ``--algo`` values. A saved zip is matched to its algorithm by the
-run's ``config.yml`` (next to the zip, or one folder up for ``checkpoints/``), else by
-the zip's own ``data`` record (policy class and algorithm-specific attributes), so
-``evaluate`` never needs to be told what trained a model.
+Names are the CLI's ``--algo`` values. A saved zip is matched to its algorithm by its
+card (:func:`agent_card`: ``<model>.json`` next to it, else the run's ``config.yml``,
+next to the zip or one folder up for ``checkpoints/``), else by the zip's own ``data``
+record (policy class and algorithm-specific attributes), so ``evaluate`` never needs to
+be told what trained a model.
 """
 
 from __future__ import annotations
@@ -38,6 +39,9 @@ OFF_POLICY = frozenset({"dqn"})
 #: Name of the resolved run configuration every run folder holds.
 CONFIG_FILE = "config.yml"
 
+#: Modules of policy classes that only MaskablePPO trains (a zip's ``policy_class``).
+MASKABLE_POLICY_MODULES = ("sb3_contrib.common.maskable", "agents.set_policy")
+
 
 def get_algo(name: str) -> type[BaseAlgorithm]:
     """The SB3 class of ``--algo name`` (unknown names get the closest one)."""
@@ -58,6 +62,16 @@ def run_config_for(model_path: Path) -> dict[str, Any] | None:
     return None
 
 
+def agent_card(model_path: Path) -> dict[str, Any]:
+    """A model zip's card: ``<model>.json`` next to it (shipped and published agents), else
+    its run's ``config.yml``; both name ``env_id``, ``env_kwargs`` and ``algo``."""
+    card = model_path.with_suffix(".json")
+    if card.is_file():
+        data = json.loads(card.read_text())
+        return data if isinstance(data, dict) else {}
+    return run_config_for(model_path) or {}
+
+
 def _zip_data(model_path: Path) -> dict[str, Any]:
     try:
         with zipfile.ZipFile(model_path) as archive:
@@ -67,14 +81,14 @@ def _zip_data(model_path: Path) -> dict[str, Any]:
 
 
 def detect_algo(model_path: str | Path) -> str:
-    """The ``--algo`` name that trained ``model_path`` (run config first, then the zip)."""
+    """The ``--algo`` name that trained ``model_path`` (its card first, then the zip)."""
     path = Path(model_path)
-    config = run_config_for(path)
-    if config is not None and config.get("algo") in ALGOS:
-        return str(config["algo"])
+    card = agent_card(path)
+    if card.get("algo") in ALGOS:
+        return str(card["algo"])
     data = _zip_data(path)
     policy_module = str(data.get("policy_class", {}).get("__module__", ""))
-    if policy_module.startswith("sb3_contrib.common.maskable"):
+    if policy_module.startswith(MASKABLE_POLICY_MODULES):
         return "maskable_ppo"
     if "exploration_rate" in data or "target_update_interval" in data:
         return "dqn"

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from agents.algos import check_model_path, run_config_for
+from agents.algos import agent_card, check_model_path
 from agents.envs import check_env_id, make_env
 from agents.policy import Sb3Agent, load_agent, pretrained_info, pretrained_path
 from cluster_envs.envs.rollout import rollout
@@ -56,8 +56,8 @@ def resolve_model(spec: str, deterministic: bool = True) -> ModelSpec:
     path = rest if sep and prefix == "sb3" else spec
     model_path = check_model_path(path)
     agent, algo = load_agent(model_path, deterministic, spec)
-    config = run_config_for(model_path) or {}
-    return ModelSpec(agent, algo, config.get("env_id"), dict(config.get("env_kwargs") or {}))
+    card = agent_card(model_path)
+    return ModelSpec(agent, algo, card.get("env_id"), dict(card.get("env_kwargs") or {}))
 
 
 def evaluate(
@@ -66,7 +66,8 @@ def evaluate(
     """Play one episode per seed; returns (env id, env kwargs used, one row per seed).
 
     The env id defaults to the one the model was trained on, and so do its kwargs when
-    the id matches; ``env_kwargs`` override them key by key.
+    the id matches; ``env_kwargs`` override them key by key. A SetPolicy model is adapted
+    to the env's shapes (:meth:`Sb3Agent.fit_env`); any other model must match them.
     """
     if env_id is None and spec.env_id is None:
         raise ConfigError("give --env: the model's training env is not recorded next to it")
@@ -74,7 +75,7 @@ def evaluate(
     base = spec.env_kwargs if spec.env_id in (None, env_id) else {}
     kwargs = {**base, **(env_kwargs or {})}
     env = make_env(env_id, kwargs)
-    spec.agent.check_env(env)
+    spec.agent.fit_env(env)
     rows = []
     try:
         for seed in seeds:

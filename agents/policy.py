@@ -23,8 +23,9 @@ from sb3_contrib import MaskablePPO
 from stable_baselines3.common.base_class import BaseAlgorithm
 from stable_baselines3.common.vec_env import VecNormalize
 
-from agents.algos import MASKABLE, check_model_path, load_model
+from agents.algos import MASKABLE, agent_card, check_model_path, load_model
 from agents.envs import vecnormalize_path
+from agents.set_policy import SetPolicy, adapt
 from cluster_envs.envs.base import unwrap_cluster_env
 from cluster_envs.envs.registration import short_env_id
 from cluster_envs.errors import ConfigError
@@ -42,6 +43,8 @@ class Sb3Agent:
         name: Display name.
         maskable: Pass the env's action mask to ``predict`` (default: MaskablePPO only).
         obs_normalizer: VecNormalize statistics the model was trained with, if any.
+        observation: The env's ``observation`` setting the model was trained with (from
+            its card); None: the env's default.
     """
 
     def __init__(
@@ -51,8 +54,12 @@ class Sb3Agent:
         name: str = "sb3",
         maskable: bool | None = None,
         obs_normalizer: VecNormalize | None = None,
+        observation: str | None = None,
     ) -> None:
+        #: The model as trained; :meth:`fit_env` may rebuild ``model`` from it.
+        self.trained = model
         self.model = model
+        self.observation = observation
         self.deterministic = deterministic
         self.name = name
         #: The model zip this agent was loaded from (set by :func:`load_agent`).
@@ -67,10 +74,24 @@ class Sb3Agent:
         if seed is not None:
             torch.manual_seed(seed)
 
-    def check_env(self, env: gym.Env) -> None:
-        """Raise a ConfigError if ``env``'s spaces differ from the model's."""
+    def fit_env(self, env: gym.Env) -> None:
+        """Act in ``env`` from now on, or raise a ConfigError saying why the model cannot.
+
+        A SetPolicy model is rebuilt for ``env``'s spaces with the same weights
+        (:func:`agents.set_policy.adapt`; a ConfigError naming both shapes if its weights
+        cannot serve them); any other model's spaces must equal the env's.
+        """
+        if isinstance(self.trained.policy, SetPolicy):
+            shape = self.trained.observation_space.shape
+            if self.obs_normalizer is not None and shape != env.observation_space.shape:
+                raise ConfigError(
+                    f"{self.name}: its observation statistics (VecNormalize) fit only "
+                    f"observation {shape}, the env gives {env.observation_space.shape}"
+                )
+            self.model = adapt(self.trained, env)
+            return
         for what in ("observation_space", "action_space"):
-            ours, theirs = getattr(self.model, what), getattr(env, what)
+            ours, theirs = getattr(self.trained, what), getattr(env, what)
             if ours != theirs:
                 raise ConfigError(
                     f"{self.name}: the model's {what} {ours} does not match the env's "
@@ -123,10 +144,25 @@ class RandomMaskedAgent:
         return int(self.rng.choice(np.flatnonzero(mask)))
 
 
+def card_observation(card: dict[str, Any]) -> str | None:
+    """The ``observation`` env kwarg a card's agent was trained with (None: not set)."""
+    value = (card.get("env_kwargs") or {}).get("observation")
+    return None if value is None else str(value)
+
+
 def load_agent(
-    path: str | Path, deterministic: bool = True, name: str | None = None
+    path: str | Path,
+    deterministic: bool = True,
+    name: str | None = None,
+    env: gym.Env | None = None,
 ) -> tuple[Sb3Agent, str]:
-    """An Sb3Agent for the model zip at ``path``; returns (agent, algo name)."""
+    """An Sb3Agent for the model zip at ``path``; returns (agent, algo name).
+
+    The agent takes its observation setting from the model's card
+    (:func:`agents.algos.agent_card`). Given ``env``, it is fitted to it
+    (:meth:`Sb3Agent.fit_env`: a SetPolicy model is adapted to other shapes, any other
+    model with other spaces raises a ConfigError).
+    """
     model_path = check_model_path(path)
     model, algo = load_model(model_path)
     stats = vecnormalize_path(model_path)
@@ -141,8 +177,11 @@ def load_agent(
         name=name or f"sb3:{path}",
         maskable=algo in MASKABLE,
         obs_normalizer=normalizer,
+        observation=card_observation(agent_card(model_path)),
     )
     agent.path = Path(path)
+    if env is not None:
+        agent.fit_env(env)
     return agent, algo
 
 

@@ -3,9 +3,11 @@
 * ``SUITES["generalization"]`` (:mod:`cluster_envs.harness.suites`) builds the grid
   from the family registry (``--quick``: 12 jobs per episode instead of the family's
   own count; ``--no-agents``: heuristics only).
-* :func:`split_incompatible` keeps out of the grid the shipped agents that cannot run on
-  a family's cluster shape (their observation or action space differs) and gives them
-  an honest row each (``status: incompatible``, what they were trained for).
+* Agents play every family with the observation setting of their card (e.g. scale-free
+  observations); :func:`split_incompatible` keeps out of the grid the shipped agents that
+  cannot run on a family's cluster shape (their observation or action space differs and
+  their policy is not a set policy that adapts to it) and gives them an honest row each
+  (``status: incompatible``, what they were trained for).
 * :func:`analyze` scores every run by its **ratio to the best heuristic for that family
   in hindsight** (the heuristic with the best mean on it): ``avg_jct_s / best`` (JCT
   envs) or ``best / quality_auc`` (MetisAllocation), so 1.0 is the best heuristic and
@@ -25,6 +27,7 @@ from typing import Any
 
 import numpy as np
 
+from cluster_envs.errors import ConfigError
 from cluster_envs.harness import rl_stats
 from cluster_envs.harness.stats import group_rows, mean_ci
 
@@ -55,26 +58,31 @@ def ratio(value: float, best: float, metric: str) -> float:
 
 
 def split_incompatible(cells: Sequence[Any]) -> tuple[list[Any], list[dict[str, Any]]]:
-    """``(cells to run, rows of agents that cannot run on the cell's env shape)``."""
+    """``(cells to run, rows of agents that cannot run on the cell's env shape)``.
+
+    Each agent is judged on the env built with its own observation setting, as its cells
+    run: a set-policy agent that adapts to the family's shapes runs there.
+    """
     import gymnasium as gym
 
-    from cluster_envs.policies.trained import make_agent
+    from cluster_envs.policies.trained import agent_env_kwargs, make_agent
 
-    keep, rows, verdict = [], [], {}
+    keep: list[Any] = []
+    rows: list[dict[str, Any]] = []
+    verdict: dict[tuple[str, str, str], str | None] = {}
     for cell in cells:
         if not cell.policy.startswith("pretrained:"):
             keep.append(cell)
             continue
         key = (cell.env_id, cell.workload, cell.policy)
         if key not in verdict:
-            env = gym.make(cell.env_id, **cell.env_kwargs)
             agent: Any = make_agent(cell.policy)  # pretrained: agents carry their SB3 model
-            model = agent.model
-            same = (
-                model.observation_space.shape == env.observation_space.shape
-                and model.action_space == env.action_space
-            )
-            verdict[key] = None if same else _trained_for(agent, env)
+            env = gym.make(cell.env_id, **agent_env_kwargs(agent, cell.env_kwargs))
+            try:
+                agent.fit_env(env)
+                verdict[key] = None
+            except ConfigError:
+                verdict[key] = _trained_for(agent, env)
         if verdict[key] is None:
             keep.append(cell)
         else:

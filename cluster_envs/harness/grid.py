@@ -19,7 +19,7 @@ from cluster_envs.envs.base import unwrap_cluster_env as _suite_env
 from cluster_envs.envs.rollout import rollout
 from cluster_envs.errors import ClusterEnvsError
 from cluster_envs.policies.base import SchedulingPolicy
-from cluster_envs.policies.trained import is_agent_spec, make_agent
+from cluster_envs.policies.trained import agent_env_kwargs, is_agent_spec, make_agent
 from cluster_envs.runner import run_episode
 
 
@@ -60,7 +60,9 @@ def run_cell(cell: Cell, keep_details: bool = True) -> dict[str, Any]:
     simulator settings and seed ``env.reset(seed)`` drew -- through the no-gym runner,
     which gives the metrics it would give through the env (the parity tests check this)
     without the env's window limiting which queued jobs it may pick. A trained agent
-    (``make_agent``: not a SchedulingPolicy) plays the episode through the env itself.
+    (``make_agent``: not a SchedulingPolicy) plays the episode through the env itself,
+    built with the agent's observation setting (recorded in the row as ``observation``)
+    and fitted to the env's shapes (``fit_env``; a ConfigError makes an error row).
     """
     row: dict[str, Any] = {
         "env": cell.env_id,
@@ -70,11 +72,11 @@ def run_cell(cell: Cell, keep_details: bool = True) -> dict[str, Any]:
     }
     start = time.perf_counter()
     try:
-        env = gym.make(cell.env_id, **cell.env_kwargs)
-        actor = _actor(env, cell.policy)
+        env, actor = _env_and_actor(cell)
         if isinstance(actor, SchedulingPolicy):
             details, outcome = _run_heuristic(env, actor, cell.seed)
         else:
+            row["observation"] = actor.observation or "default"
             result = rollout(env, actor, cell.seed)
             details = _details_from_sim(_suite_env(env).sim)
             outcome = {
@@ -93,9 +95,16 @@ def run_cell(cell: Cell, keep_details: bool = True) -> dict[str, Any]:
     return row
 
 
-def _actor(env: gym.Env, name: str) -> Any:
-    """The cell's player: a trained agent, or the heuristic configured like ``env``."""
-    return make_agent(name) if is_agent_spec(name) else _suite_env(env).policy(name)
+def _env_and_actor(cell: Cell) -> tuple[gym.Env, Any]:
+    """The cell's env and player: a trained agent fitted to an env built with its own
+    observation setting, or the heuristic configured like the cell's env."""
+    if is_agent_spec(cell.policy):
+        agent = make_agent(cell.policy)
+        env = gym.make(cell.env_id, **agent_env_kwargs(agent, cell.env_kwargs))
+        agent.fit_env(env)
+        return env, agent
+    env = gym.make(cell.env_id, **cell.env_kwargs)
+    return env, _suite_env(env).policy(cell.policy)
 
 
 def _run_heuristic(env: gym.Env, policy: SchedulingPolicy, seed: int) -> tuple[dict, dict]:

@@ -5,6 +5,11 @@ Gymnasium env, never the no-gym runner; heuristics are in
 :mod:`cluster_envs.policies.registry`. Loaders register a prefix through the
 ``cluster_envs.agent_loaders`` entry-point group and are imported on first use, so the
 core never imports torch or SB3 itself.
+
+An agent plays envs built with the observation setting it was trained with
+(:func:`agent_env_kwargs`; its card names it), then binds to the built env
+(``fit_env``: SB3 set policies adapt to other window and cluster sizes, other models
+must match the env's spaces).
 """
 
 from __future__ import annotations
@@ -21,14 +26,31 @@ class TrainedAgent(Protocol):
     """An env agent: chooses the env action for an observation."""
 
     name: str
+    #: The env's ``observation`` setting the agent was trained with; None: the default.
+    observation: str | None
 
     def reset(self, seed: int | None = None) -> None:
         """Reseed any sampling for a new episode."""
         ...
 
+    def fit_env(self, env: Any) -> None:
+        """Act in ``env`` from now on, or raise a ConfigError saying why it cannot."""
+        ...
+
     def act(self, env: Any, obs: Any, info: dict[str, Any]) -> Any:
         """The action to take in ``env``."""
         ...
+
+
+def agent_env_kwargs(agent: TrainedAgent, env_kwargs: dict[str, Any]) -> dict[str, Any]:
+    """``env_kwargs`` with ``agent``'s own ``observation`` setting, if it has one.
+
+    The workload and cluster stay the caller's; only the observation follows the agent,
+    which cannot read any other.
+    """
+    if agent.observation is None:
+        return dict(env_kwargs)
+    return {**env_kwargs, "observation": agent.observation}
 
 
 def agent_prefixes() -> list[str]:
