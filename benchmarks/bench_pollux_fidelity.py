@@ -45,33 +45,20 @@ import numpy as np
 
 from cluster_envs.policies.registry import make_policy
 from cluster_envs.runner import run_episode
-from cluster_envs.workload.loaders import load_workload
+from cluster_envs.workload.pollux_artifact import ARTIFACT_SIM_CONFIG, artifact_workload
 
 REPO = Path(__file__).resolve().parents[1]
 OUT = REPO / "benchmarks" / "results" / "pollux_fidelity"
 #: Ours -> the artifact's policy name.
 POLICIES = {"tiresias-artifact": "tiresias", "optimus-oracle": "optimus", "pollux": "pollux"}
-#: Artifact testbed settings: 60 s rounds, 30 s on every allocation (the first too), no
-#: interference between jobs sharing a node (the artifact's ``--interference 0.0``).
-CONFIG = {
-    "time_slice_s": 60.0,
-    "rescale_cost_s": 30.0,
-    "restart_cost_s": 30.0,
-    "start_cost_s": 30.0,
-    "link_contention": False,
-}
+#: Artifact testbed settings (60 s rounds, 30 s on every allocation, no interference).
+CONFIG = ARTIFACT_SIM_CONFIG
 SLOTS = 100_000
-MAX_GPUS = 64
 
 
 def load(source: str, policy: str, throughput: str = "measured"):
     """The workload with the artifact's job semantics for ``policy``."""
-    if policy == "tiresias-artifact":
-        return load_workload(source, kind="rigid", throughput=throughput)
-    return load_workload(
-        source, kind="malleable", max_gpus_cap=MAX_GPUS, adaptive_batch=policy == "pollux",
-        throughput=throughput,
-    )  # fmt: skip
+    return artifact_workload(source, policy, throughput)
 
 
 def run_one(

@@ -85,6 +85,12 @@ def _add_simulate(p: argparse.ArgumentParser) -> None:
     p.add_argument("--num-jobs", type=positive_int, default=None, help="keep the first N jobs")
     p.add_argument("--time-slice-s", type=float, default=None, help="round-based scheduling")
     p.add_argument("--json", action="store_true", help="print metrics as JSON instead")
+    p.add_argument(
+        "--pollux-artifact",
+        action="store_true",
+        help="Pollux artifact semantics: per-policy jobs (rigid / malleable / adaptive "
+        "batch), measured step times, 60 s rounds, 30 s per allocation",
+    )
 
 
 def _run_simulate(args: argparse.Namespace) -> int:
@@ -98,10 +104,21 @@ def _run_simulate(args: argparse.Namespace) -> int:
     if args.num_jobs is not None:
         options["num_jobs"] = args.num_jobs
     workload = load_workload(args.workload, format=args.format, **options)
-    config = {"time_slice_s": args.time_slice_s}
+    config: dict[str, Any] = {"time_slice_s": args.time_slice_s}
+    if args.pollux_artifact:
+        from cluster_envs.workload.pollux_artifact import ARTIFACT_SIM_CONFIG
+
+        config = {**ARTIFACT_SIM_CONFIG}
+        if args.time_slice_s is not None:
+            config["time_slice_s"] = args.time_slice_s
     rows = []
     for name in names:
         start = time.perf_counter()
+        if args.pollux_artifact:
+            from cluster_envs.workload.pollux_artifact import artifact_load_options
+
+            opts = {**options, **artifact_load_options(name)}
+            workload = load_workload(args.workload, format=args.format, **opts)
         result = run_episode(workload, name, args.cluster, config, seed=args.seed)
         rows.append({"policy": name, **result.metrics, "wall_s": time.perf_counter() - start})
     if args.json:

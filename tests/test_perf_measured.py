@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import json
 import math
 import pickle
 
@@ -11,6 +12,7 @@ import pandas as pd
 import pytest
 from scipy.interpolate import LinearNDInterpolator
 
+from cluster_envs.cli import main
 from cluster_envs.errors import ConfigError
 from cluster_envs.perf import zoo
 from cluster_envs.perf.goodput import GoodputSpeed, get_goodput_model
@@ -26,6 +28,7 @@ from cluster_envs.runner import run_episode
 from cluster_envs.sim.view import ClusterView
 from cluster_envs.types import Allocate, Decision
 from cluster_envs.workload.loaders import load_workload
+from cluster_envs.workload.pollux_artifact import ARTIFACT_SIM_CONFIG, artifact_workload
 
 MODELS = zoo.ZOO_MODELS
 
@@ -191,3 +194,27 @@ def test_start_cost_delays_the_first_allocation_exactly() -> None:
     assert math.isclose(delta, 30.0, rel_tol=1e-9)
     with pytest.raises(ConfigError, match="start_cost_s must be >= 0"):
         run_episode(wl, StartOnFirstRound(), "pollux-testbed", {"start_cost_s": -1}, 0)
+
+
+def test_artifact_semantics_per_policy_and_from_the_cli(capsys: pytest.CaptureFixture[str]) -> None:
+    """``artifact_workload`` builds each policy's jobs as the artifact does; the CLI runs it."""
+    rigid = artifact_workload("pollux-1", "tiresias-artifact", num_jobs=4)
+    oracle = artifact_workload("pollux-1", "optimus-oracle", num_jobs=4)
+    pollux = artifact_workload("pollux-1", "pollux", num_jobs=4)
+    assert all(j.min_gpus == j.max_gpus == j.num_gpus for j in rigid.jobs)
+    assert all(isinstance(j.speed, MeasuredThroughput) for j in (*rigid.jobs, *oracle.jobs))
+    assert all(j.max_gpus == 64 and j.min_gpus == 1 for j in oracle.jobs)
+    assert all(isinstance(j.speed, GoodputSpeed) and j.speed.truth for j in pollux.jobs)
+    assert ARTIFACT_SIM_CONFIG["start_cost_s"] == 30.0
+    args = ["simulate", "--workload", "pollux-1", "--num-jobs", "6", "--json"]
+    assert main([*args, "--policies", "tiresias-artifact,pollux", "--pollux-artifact"]) == 0
+    rows = {r["policy"]: r for r in json.loads(capsys.readouterr().out)}
+    want = run_episode(
+        artifact_workload("pollux-1", "pollux", num_jobs=6),
+        "pollux", "pollux-testbed", ARTIFACT_SIM_CONFIG, 0,
+    ).metrics  # fmt: skip
+    assert rows["pollux"]["avg_jct_s"] == want["avg_jct_s"]
+    # Plain semantics (fitted speeds, no start cost, event-driven): another run.
+    assert main([*args, "--policies", "tiresias-artifact"]) == 0
+    plain = json.loads(capsys.readouterr().out)[0]["avg_jct_s"]
+    assert plain != rows["tiresias-artifact"]["avg_jct_s"]
