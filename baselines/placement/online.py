@@ -83,15 +83,20 @@ ANCHORS = ("first-fit", "best-greedy")
 #: The setting before issue 17's tuning (the code default until then): the best greedy
 #: placement by projection, replaced by a searched one projected >= 2 % cheaper.
 UNANCHORED: dict[str, Any] = {"anchor": "best-greedy", "improvement_margin": 0.02}
+#: Expected future arrivals the projection adds (0: none, the default; see
+#: ``BOPlacement(arrivals=...)``, read when a placer is built).
+ARRIVALS = 0
 #: Smallest remaining length given to a projected job (iterations).
 MIN_ITERATIONS = 1e-6
 
 
-def _spec(j: int, status: JobStatus, gpus: int, iterations: float) -> JobSpec:
+def _spec(
+    j: int, status: JobStatus, gpus: int, iterations: float, submit_s: float = 0.0
+) -> JobSpec:
     return JobSpec(
         job_id=j,
         name=status.name,
-        submit_time_s=0.0,
+        submit_time_s=submit_s,
         model=status.model,
         num_gpus=gpus,
         min_gpus=gpus,
@@ -116,6 +121,10 @@ class BOPlacement:
             cheaper: "first-fit" or "best-greedy" (:data:`ANCHORS`); None: :data:`ANCHOR`.
         improvement_margin: Relative projected saving (in [0, 1)) a candidate needs to
             replace the anchor; None: :data:`IMPROVEMENT_MARGIN`.
+        arrivals: Expected future arrivals the projection adds behind the queue (at most
+            ``view.num_pending``): copies of the last ``arrivals`` jobs this placer has
+            seen arrive (their estimated lengths when first seen), spaced by their mean
+            inter-arrival time; None: :data:`ARRIVALS` (0, none).
     """
 
     def __init__(
@@ -127,6 +136,7 @@ class BOPlacement:
         queue_horizon: int = QUEUE_HORIZON,
         anchor: str | None = None,
         improvement_margin: float | None = None,
+        arrivals: int | None = None,
     ) -> None:
         check_method(method)
         if method not in SKOPT_METHODS:
@@ -143,8 +153,12 @@ class BOPlacement:
         margin = IMPROVEMENT_MARGIN if improvement_margin is None else improvement_margin
         if not 0.0 <= margin < 1.0:
             raise ConfigError(f"improvement_margin must be in [0, 1), got {margin}")
+        arrivals = ARRIVALS if arrivals is None else arrivals
+        if isinstance(arrivals, bool) or not isinstance(arrivals, int) or arrivals < 0:
+            raise ConfigError(f"arrivals must be an integer >= 0, got {arrivals!r}")
         self.anchor = anchor
         self.improvement_margin = float(margin)
+        self.arrivals = arrivals
         self.method = method
         self.budget = budget
         self.queue_horizon = queue_horizon
@@ -159,6 +173,9 @@ class BOPlacement:
         self._decisions = 0
         self._view: ClusterView | None = None
         self._pending: list[tuple[JobStatus, Placement, float]] = []
+        # Jobs seen arrive this episode, by id: (status, estimated length when first seen).
+        self._seen: dict[int, tuple[JobStatus, float]] = {}
+        self._last_time = -math.inf
         self.num_evaluations = 0
         self.num_searches = 0
 
@@ -170,6 +187,7 @@ class BOPlacement:
             return None
         if view is not self._view:
             self._view, self._pending = view, []
+            self._observe(view)
         load = np.zeros(len(free), dtype=np.int64)
         for status in view.running:
             for node, _ in status.placement:
@@ -210,16 +228,45 @@ class BOPlacement:
         """
         if view is not self._view:
             self._view, self._pending = view, []
+            self._observe(view)
         num_gpus = sum(g for _, g in placement)
         return self._projection(view, job, num_gpus, free)((placement,))
+
+    def _observe(self, view: ClusterView) -> None:
+        """Remember the queued jobs not seen before (templates of expected arrivals)."""
+        if not self.arrivals:
+            return
+        if view.time_s < self._last_time:  # a new episode without reset()
+            self._seen = {}
+        self._last_time = view.time_s
+        for j in view.queued_ids:
+            if j not in self._seen:
+                self._seen[j] = (view.job(j), view.estimate(j).remaining_iterations)
+
+    def _expected_arrivals(self, view: ClusterView, first_id: int) -> list[JobSpec]:
+        """Specs of the expected next arrivals, submit times relative to now."""
+        count = min(self.arrivals, view.num_pending)
+        if count == 0 or len(self._seen) < 2:
+            return []
+        recent = [self._seen[j] for j in sorted(self._seen)[-max(self.arrivals, 2) :]]
+        times = [status.submit_time_s for status, _ in recent]
+        gap = (times[-1] - times[0]) / (len(times) - 1)
+        start = max(times[-1], view.time_s)
+        out = []
+        for k in range(count):
+            status, length = recent[k % len(recent)]
+            submit = start + (k + 1) * gap - view.time_s
+            out.append(_spec(first_id + k, status, status.num_gpus, length, submit))
+        return out
 
     def _projection(self, view: ClusterView, job: JobStatus, num_gpus: int, free: np.ndarray):
         """The cost function ``configuration -> sum of projected completion times (s)``.
 
         The projection holds every running job (estimated remaining length, current
         placement), the jobs placed earlier in this decision, the new job on the
-        candidate placement and the first ``queue_horizon`` other queued jobs (estimated
-        lengths), which FIFO with consolidated first-fit starts as GPUs free up. So a
+        candidate placement, the first ``queue_horizon`` other queued jobs (estimated
+        lengths) and, with ``arrivals``, the expected next arrivals, which FIFO with
+        consolidated first-fit starts as GPUs free up. So a
         placement that blocks the queue (fragments a node a queued job needs) or slows a
         neighbour pays for it. Never reads true lengths.
         """
@@ -246,7 +293,8 @@ class BOPlacement:
             )
             for i, j in enumerate(queued)
         ]
-        jobs = (*specs, new, *later)
+        future = self._expected_arrivals(view, len(specs) + 1 + len(later))
+        jobs = (*specs, new, *later, *future)
         cache: dict[Placement, float] = {}
 
         def cost(config: tuple[Placement, ...]) -> float:
