@@ -87,3 +87,19 @@ def test_bad_space(kwargs: dict, message: str) -> None:
     args = {"num_gpus": [2], "free": np.array([2, 2, 2]), "node_speed": SPEED, **kwargs}
     with pytest.raises(ConfigError, match=message):
         PlacementEncoding(**args)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        (
+            {"anchor": "best_greedy"},
+            "anchor must be one of first-fit, best-greedy, got 'best_greedy'",
+        ),
+        ({"improvement_margin": 1.0}, r"improvement_margin must be in \[0, 1\), got 1.0"),
+        ({"improvement_margin": -0.1}, r"improvement_margin must be in \[0, 1\), got -0.1"),
+    ],
+)
+def test_bad_online_anchor_or_margin(kwargs, message: str) -> None:
+    with pytest.raises(ConfigError, match=message):
+        BOScheduler("gp-ei", **kwargs)

@@ -43,3 +43,28 @@ def test_projection_charges_the_queued_jobs_behind_the_placed_one() -> None:
 def test_bad_queue_horizon_fails_with_a_clear_message() -> None:
     with pytest.raises(ConfigError, match="queue_horizon"):
         BOPlacement("gp-ei", queue_horizon=-1)
+
+
+def test_expected_arrivals_add_to_the_projection_only_when_asked() -> None:
+    view = _view_with_queue()
+    head = view.job(view.queued_ids[0])
+    free = view.free_gpus.copy()
+    placement = make_policy("fifo").placement.place(view, head, head.num_gpus, free)
+    assert view.num_pending > 0
+    default = BOPlacement("rf")
+    assert default.arrivals == 0
+    base = default.projected_cost(view, head, free, placement)
+    ahead = BOPlacement("rf", arrivals=4)
+    assert ahead.projected_cost(view, head, free, placement) > base
+    future = ahead._expected_arrivals(view, 100)
+    assert len(future) == min(4, view.num_pending)
+    assert [s.job_id for s in future] == list(range(100, 100 + len(future)))
+    submits = [s.submit_time_s for s in future]
+    assert submits == sorted(submits) and submits[0] >= 0.0
+    assert not set(s.name for s in future) - {view.job(j).name for j in view.queued_ids}
+
+
+@pytest.mark.parametrize("arrivals", [-1, 1.5, True])
+def test_bad_arrivals_fail_with_a_clear_message(arrivals) -> None:
+    with pytest.raises(ConfigError, match="arrivals must be an integer >= 0"):
+        BOPlacement("gp-ei", arrivals=arrivals)
