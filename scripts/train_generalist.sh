@@ -13,11 +13,13 @@
 #   flat           flat MLP over the same scale-free features instead of the SetPolicy set encoder
 #   one_family     trained (and checkpoint chosen) on synthetic-64 only (its train/validation
 #                  splits): the `mixed` cluster (16 x 4 T4), one workload generator
-# PYTHON overrides the interpreter (default .venv/bin/python, e.g. from a git worktree).
+# PYTHON overrides the interpreter (default .venv/bin/python, e.g. from a git worktree);
+# SEED the training seed (default 0, the candidate's; validation and test seeds are fixed).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 RUN=${RUN:-runs/generalist/full}
 PYTHON=${PYTHON:-.venv/bin/python}
+SEED=${SEED:-0}
 EXTRA=()
 case "${ABLATION:-}" in
     "") ;;
@@ -29,6 +31,6 @@ case "${ABLATION:-}" in
 esac
 # Later options win: --pretrain-episodes 0 overrides the 20 below.
 nice -n 10 "$PYTHON" -m agents.generalist train --out "$RUN" --timesteps 12000 \
-    --pretrain-episodes 20 --dagger-rounds 1 --eval-freq 2048 "${EXTRA[@]}"
+    --pretrain-episodes 20 --dagger-rounds 1 --eval-freq 2048 --seed "$SEED" "${EXTRA[@]}"
 nice -n 10 "$PYTHON" -m agents.generalist evaluate --model "$RUN/best_model.zip" \
     --out "$RUN/test_quick.json" --quick
