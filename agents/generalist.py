@@ -12,6 +12,9 @@ best checkpoint by that ratio is ``best_model.zip`` (test splits are never looke
 ``python -m agents.generalist evaluate --model M.zip [...]``: the model (adapted to each
 family's shapes) next to every moldable heuristic on every family's *test* split,
 seeds as the generalization suite's (``--quick``: 12 jobs per episode).
+
+``python -m agents.generalist report F.json [...] --titles T [...] [--json S.json]``: each
+evaluate file's table (:func:`summarize`) as a section of generalist_moldable.md.
 """
 
 from __future__ import annotations
@@ -32,7 +35,7 @@ from stable_baselines3.common.vec_env import DummyVecEnv, VecNormalize
 import cluster_envs  # noqa: F401  (registers the envs)
 from agents.grouped_rollouts import InputDependentBaseline, SharedSeedWrapper
 from agents.imitation import PretrainSettings, warm_start
-from agents.set_policy import SetPolicy, adapt
+from agents.set_policy import FlatPolicy, SetPolicy, adapt
 from cluster_envs.envs.rollout import HeuristicAgent, rollout
 
 ENV_ID = "cluster_envs/MoldableScheduling-v0"
@@ -115,18 +118,17 @@ def train(args: argparse.Namespace) -> None:
     venv = VecNormalize(DummyVecEnv([thunk(i) for i in range(n_envs)]), norm_obs=False,
                         gamma=args.gamma)  # fmt: skip
     policy_kwargs: dict[str, Any] = {"hidden": args.hidden}
-    policy: Any
-    if args.flat:
-        policy, policy_kwargs = "MlpPolicy", {}
-    else:
-        policy = SetPolicy
+    # --flat: the same inputs through one MLP (FlatPolicy; plain MlpPolicy could not serve
+    # the families whose node size changes the observation's length).
+    policy: Any = FlatPolicy if args.flat else SetPolicy
     model = MaskablePPO(policy, venv, n_steps=args.n_steps, batch_size=args.batch_size,
                         learning_rate=args.lr, ent_coef=args.ent_coef, gamma=args.gamma,
                         gae_lambda=0.95, n_epochs=args.n_epochs, target_kl=0.02,
                         policy_kwargs=policy_kwargs, seed=args.seed, device="cpu")  # fmt: skip
     curve = ValCurve(args.family, args.eval_freq, out, args.num_jobs)
     record: dict[str, Any] = {"args": vars(args)}
-    if args.teacher:
+    # --pretrain-episodes 0 (or --teacher ''): no warm start, PPO from random weights.
+    if args.teacher and args.pretrain_episodes > 0:
         settings = PretrainSettings(teacher=args.teacher, episodes=args.pretrain_episodes,
                                     epochs=args.pretrain_epochs,
                                     dagger_rounds=args.dagger_rounds)  # fmt: skip
@@ -203,6 +205,45 @@ def summarize(path: str, single: str = BEST_SINGLE, draws: int = 2000) -> dict[s
             "worst_agent_to_best": max(f["agent_to_best"] for f in fams.values())}  # fmt: skip
 
 
+def markdown(summary: dict[str, Any], title: str, single: str = BEST_SINGLE) -> str:
+    """A :func:`summarize` result as the ``## title`` section of generalist_moldable.md."""
+    lines = [
+        f"## {title}",
+        "",
+        f"| family | best heuristic | agent / best | {single} / best | "
+        f"agent / {single} (paired geo) [95% bootstrap] |",
+        "|---|---|---|---|---|",
+    ]
+    for fam, f in summary["families"].items():
+        lo, hi = f["paired_ci95"]
+        lines.append(
+            f"| {fam}/test | {f['best_heuristic']} | {f['agent_to_best']:.3f} | "
+            f"{f['single_to_best']:.3f} | {f['paired_geo_to_single']:.3f} [{lo:.3f}, {hi:.3f}] |"
+        )
+    lines += [
+        "",
+        f"Geomean agent / best-per-family **{summary['geomean_agent_to_best']:.3f}** "
+        f"({single}: {summary['geomean_single_to_best']:.3f}); worst family "
+        f"{summary['worst_agent_to_best']:.3f}; geomean agent / {single} "
+        f"{summary['geomean_agent_to_single']:.3f}.",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def report(args: argparse.Namespace) -> None:
+    """Print each ``evaluate`` file's section; with ``--json``, add its summary there."""
+    if len(args.titles) != len(args.files):
+        raise SystemExit("report: one --titles entry per file")
+    store = Path(args.json) if args.json else None
+    data = json.loads(store.read_text()) if store and store.exists() else {}
+    for path, title in zip(args.files, args.titles, strict=True):
+        summary = summarize(path)
+        data[title] = summary
+        print(markdown(summary, title))
+    if store:
+        store.write_text(json.dumps(data, indent=1) + "\n")
+
+
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(prog="python -m agents.generalist")
     sub = ap.add_subparsers(dest="cmd", required=True)
@@ -215,7 +256,7 @@ def main(argv: list[str] | None = None) -> None:
     t.add_argument("--groups", type=int, default=2)
     t.add_argument("--group-size", type=int, default=2)
     t.add_argument("--no-shared-seeds", dest="groups_share", action="store_false")
-    t.add_argument("--flat", action="store_true", help="flat MLP instead of SetPolicy")
+    t.add_argument("--flat", action="store_true", help="flat MLP (FlatPolicy) instead of SetPolicy")
     t.add_argument("--hidden", type=int, default=64)
     t.add_argument("--n-steps", type=int, default=256)
     t.add_argument("--batch-size", type=int, default=256)
@@ -224,7 +265,12 @@ def main(argv: list[str] | None = None) -> None:
     t.add_argument("--ent-coef", type=float, default=0.005)
     t.add_argument("--gamma", type=float, default=0.999)
     t.add_argument("--teacher", default="threshold-eta")
-    t.add_argument("--pretrain-episodes", type=int, default=30)
+    t.add_argument(
+        "--pretrain-episodes",
+        type=int,
+        default=30,
+        help="demonstration episodes of BC (and of each DAgger round); 0: no warm start",
+    )
     t.add_argument("--pretrain-epochs", type=int, default=20)
     t.add_argument("--dagger-rounds", type=int, default=1)
     t.add_argument("--eval-freq", type=int, default=2048)
@@ -233,8 +279,12 @@ def main(argv: list[str] | None = None) -> None:
     e.add_argument("--out", required=True)
     e.add_argument("--seeds", type=int, nargs=2, default=(100, 109))
     e.add_argument("--quick", action="store_true")
+    r = sub.add_parser("report", help="markdown tables of evaluate files")
+    r.add_argument("files", nargs="+", help="evaluate --out files")
+    r.add_argument("--titles", nargs="+", required=True, help="section title per file")
+    r.add_argument("--json", help="summary JSON to add the sections to (by title)")
     args = ap.parse_args(argv)
-    train(args) if args.cmd == "train" else evaluate(args)
+    {"train": train, "evaluate": evaluate, "report": report}[args.cmd](args)
 
 
 if __name__ == "__main__":

@@ -30,6 +30,7 @@ import numpy as np
 import torch
 from gymnasium import spaces
 from sb3_contrib.common.maskable.policies import MaskableActorCriticPolicy
+from stable_baselines3.common.torch_layers import BaseFeaturesExtractor
 from torch import nn
 
 from cluster_envs.envs.layout import layout_of
@@ -169,27 +170,80 @@ class SetPolicy(MaskableActorCriticPolicy):
         return data
 
 
+class ShapeFreeFlatten(BaseFeaturesExtractor):
+    """The slots as they are, flattened, then the global block's shape-free summary
+    (:func:`global_summary_matrix`): the inputs :class:`SetPolicy` sees, without its set
+    structure."""
+
+    def __init__(self, observation_space: spaces.Box, cut: int, summary: np.ndarray) -> None:
+        super().__init__(observation_space, features_dim=cut + summary.shape[1])
+        self.cut = cut
+        self.register_buffer("summary", torch.as_tensor(summary), persistent=False)
+
+    def forward(self, obs: torch.Tensor) -> torch.Tensor:
+        summary: torch.Tensor = self.summary  # type: ignore[assignment]  # a buffer
+        return torch.cat([obs[:, : self.cut], obs[:, self.cut :] @ summary], dim=-1)
+
+
+class FlatPolicy(MaskableActorCriticPolicy):
+    """The flat-MLP ablation of :class:`SetPolicy` (``agents.generalist train --flat``).
+
+    Same inputs (the K slots and the global summary, so it also serves another node size
+    through :func:`adapt`), but one MLP (``hidden`` x 2, separate actor and critic) over
+    their concatenation: no weight sharing across slots, no pooling, so it is neither
+    permutation-equivariant nor free of K.
+    """
+
+    def __init__(self, observation_space: spaces.Space, action_space: spaces.Space,
+                 lr_schedule: Any, *args: Any, hidden: int = DEFAULT_HIDDEN,
+                 **kwargs: Any) -> None:  # fmt: skip
+        layout = layout_of(observation_space)
+        if layout is None:
+            raise ConfigError(
+                "FlatPolicy needs a slot-layout observation (make the env with "
+                "observation='scale_free')"
+            )
+        self.hidden = hidden
+        # Derived from the space (also when loading or adapting): never the saved ones.
+        kwargs["features_extractor_class"] = ShapeFreeFlatten
+        kwargs["features_extractor_kwargs"] = {
+            "cut": layout.num_slots * layout.slot_size,
+            "summary": global_summary_matrix(tuple(layout.global_fields)),
+        }
+        kwargs["net_arch"] = {"pi": [hidden, hidden], "vf": [hidden, hidden]}
+        super().__init__(observation_space, action_space, lr_schedule, *args, **kwargs)
+
+    def _get_constructor_parameters(self) -> dict[str, Any]:
+        data = super()._get_constructor_parameters()
+        data.update(hidden=self.hidden)
+        for key in ("features_extractor_class", "features_extractor_kwargs", "net_arch"):
+            data.pop(key, None)
+        return data
+
+
 def adapt(model: Any, env: Any) -> Any:
-    """``model`` (MaskablePPO with SetPolicy) rebuilt for ``env``'s spaces, same weights.
+    """``model`` (MaskablePPO with SetPolicy or FlatPolicy) rebuilt for ``env``'s spaces,
+    same weights.
 
     Raises a ConfigError naming both shapes when the weights cannot serve ``env``
-    (another per-slot field count or global summary).
+    (another per-slot field count or global summary; for FlatPolicy also another K).
     """
     policy = model.policy
-    if not isinstance(policy, SetPolicy):
-        raise ConfigError("adapt() needs a model whose policy is SetPolicy")
+    if not isinstance(policy, (SetPolicy, FlatPolicy)):
+        raise ConfigError("adapt() needs a model whose policy is SetPolicy or FlatPolicy")
     if (policy.observation_space == env.observation_space
             and policy.action_space == env.action_space):  # fmt: skip
         return model
     from sb3_contrib import MaskablePPO
 
-    new = MaskablePPO(SetPolicy, env, policy_kwargs={"hidden": policy.hidden},
+    kind = type(policy)
+    new = MaskablePPO(kind, env, policy_kwargs={"hidden": policy.hidden},
                       device="cpu", seed=0, n_steps=8, batch_size=8)  # fmt: skip
     try:
         new.policy.load_state_dict(policy.state_dict())
     except RuntimeError as exc:
         raise ConfigError(
-            f"SetPolicy trained on observation {policy.observation_space.shape} / "
+            f"{kind.__name__} trained on observation {policy.observation_space.shape} / "
             f"{policy.action_space} cannot serve {env.observation_space.shape} / "
             f"{env.action_space}: {exc}"
         ) from exc

@@ -6,12 +6,31 @@
 # turns them off), checkpoint chosen on the validation split only; then the test-split
 # table (--quick: 12 jobs per episode, seeds 100-109, as the generalization suite's --quick).
 # Budget: 12k env steps + 40 demo episodes; wall ~12 min on a loaded 2-core machine.
+# Ablations (one ingredient off, the rest and the seed as the candidate's), e.g.
+# `ABLATION=flat RUN=runs/generalist/flat scripts/train_generalist.sh`:
+#   no_vr          independent workload seeds per env (no input-dependent baseline)
+#   no_warm_start  no BC/DAgger from threshold-eta: PPO from random weights, same PPO steps
+#   flat           flat MLP over the same scale-free features instead of the SetPolicy set encoder
+#   one_family     trained (and checkpoint chosen) on synthetic-64 only (its train/validation
+#                  splits): the `mixed` cluster (16 x 4 T4), one workload generator
+# PYTHON overrides the interpreter (default .venv/bin/python, e.g. from a git worktree);
+# SEED the training seed (default 0, the candidate's; validation and test seeds are fixed).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 RUN=${RUN:-runs/generalist/full}
+PYTHON=${PYTHON:-.venv/bin/python}
+SEED=${SEED:-0}
 EXTRA=()
-if [ "${ABLATION:-}" = "no_vr" ]; then EXTRA=(--no-shared-seeds); fi
-nice -n 10 .venv/bin/python -m agents.generalist train --out "$RUN" --timesteps 12000 \
-    --pretrain-episodes 20 --dagger-rounds 1 --eval-freq 2048 "${EXTRA[@]}"
-nice -n 10 .venv/bin/python -m agents.generalist evaluate --model "$RUN/best_model.zip" \
+case "${ABLATION:-}" in
+    "") ;;
+    no_vr) EXTRA=(--no-shared-seeds) ;;
+    no_warm_start) EXTRA=(--pretrain-episodes 0) ;;
+    flat) EXTRA=(--flat) ;;
+    one_family) EXTRA=(--family synthetic-64) ;;
+    *) echo "unknown ABLATION=${ABLATION} (no_vr|no_warm_start|flat|one_family)" >&2; exit 2 ;;
+esac
+# Later options win: --pretrain-episodes 0 overrides the 20 below.
+nice -n 10 "$PYTHON" -m agents.generalist train --out "$RUN" --timesteps 12000 \
+    --pretrain-episodes 20 --dagger-rounds 1 --eval-freq 2048 --seed "$SEED" "${EXTRA[@]}"
+nice -n 10 "$PYTHON" -m agents.generalist evaluate --model "$RUN/best_model.zip" \
     --out "$RUN/test_quick.json" --quick
