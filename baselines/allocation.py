@@ -93,6 +93,21 @@ class AllocationPolicy:
         self._projected = None
         self._rates = {}
 
+    @property
+    def settles_in_one_decision(self) -> bool:
+        """True when a second ``decide`` at the same instant is sure to be empty.
+
+        Asked again at this instant, :meth:`decide` reuses its requests and projection
+        (a decision moves GPUs only between the free pool and eligible jobs, so the
+        eligible ids and the capacity are unchanged, and their progress was synced to now
+        by the first call), and :func:`plan_allocation`'s decision left every eligible job
+        at its projected count: nothing is left to do, so the runner may skip that call
+        (same trajectory). Not so for a subclass with its own ``decide`` or ``_plan``
+        (the artifact's repacking may stop a job in a cycle of swaps, to restart later).
+        """
+        cls = type(self)
+        return cls.decide is AllocationPolicy.decide and cls._plan is AllocationPolicy._plan
+
     def decide(self, view: ClusterView) -> Decision:
         if not view.queued_ids and not view.running_ids:
             return NO_DECISION
