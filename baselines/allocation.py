@@ -78,8 +78,9 @@ class AllocationPolicy:
         self.num_slots = check_slots(num_slots)
         self._time_s: float | None = None
         self._requests: Requests = {}
-        self._projected: tuple[tuple[tuple[int, ...], int], Requests] | None = None
+        self._projected: tuple[tuple[object, ...], Requests] | None = None
         self._rates: dict[tuple[int, int], float] = {}
+        self._state: AllocationState | None = None
 
     def configure(self, context: PolicyContext) -> None:
         """Take the env's slot count (``cluster_envs.policies.context``)."""
@@ -92,6 +93,7 @@ class AllocationPolicy:
         self._requests = {}
         self._projected = None
         self._rates = {}
+        self._state = None
 
     @property
     def settles_in_one_decision(self) -> bool:
@@ -111,15 +113,17 @@ class AllocationPolicy:
     def decide(self, view: ClusterView) -> Decision:
         if not view.queued_ids and not view.running_ids:
             return NO_DECISION
-        state = AllocationState.from_view(view, self.num_slots)
+        state = AllocationState.from_view(view, self.num_slots, self._state)
+        self._state = state
         if self._time_s != view.time_s:
             self._requests = self.requests(view, state)
             self._time_s = view.time_s
-            self._projected = None
-        # The projection depends on the requests, the eligible ids (their bounds) and the
-        # capacity only: asked again at this instant, reuse it unless those changed.
-        key = (state.ids, state.capacity)
+        # The projection depends on the requests, the eligible ids, their bounds and the
+        # capacity only: reuse it while none of those changed (asked again at this
+        # instant, or at a later one with the same requests).
+        key = (state.ids, state.capacity, state.min_gpus, state.max_gpus, self._requests)
         if self._projected is None or self._projected[0] != key:
+            key = (*key[:-1], dict(self._requests))  # a copy: requests may be reused
             self._projected = (key, state.project(self._requests))
         return self._plan(state, dict(self._projected[1]))
 
