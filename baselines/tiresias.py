@@ -53,6 +53,9 @@ class TiresiasScheduler(AllocationPolicy):
             )
         self.thresholds = thresholds
         self._bounds = np.array(thresholds)
+        # Requested counts of the jobs of a table, kept while the simulator shares its
+        # static columns (same simulation, same eligible ids).
+        self._wants: tuple[np.ndarray, list[int]] | None = None
 
     def queue_of(self, attained_gpu_s: float) -> int:
         """Queue index (0 = highest priority) of a job with this attained service."""
@@ -62,12 +65,17 @@ class TiresiasScheduler(AllocationPolicy):
         table = job_table(view, state)
         queues = np.searchsorted(self._bounds, table.attained_gpu_s, side="right")
         order = np.argsort(queues, kind="stable").tolist()  # ids ascend: (queue, id) order
-        wants = np.minimum(np.maximum(table.num_gpus, table.min_gpus), table.max_gpus).tolist()
+        if self._wants is None or self._wants[0] is not table.num_gpus:  # static columns
+            wants = np.minimum(np.maximum(table.num_gpus, table.min_gpus), table.max_gpus)
+            self._wants = (table.num_gpus, wants.tolist())
+        wants = self._wants[1]
         ids = state.ids
         counts = dict.fromkeys(ids, 0)
         left = state.capacity
         for i in order:
             want = wants[i]
+            if not left:  # every want is >= 1
+                break
             if want <= left:
                 counts[ids[i]] = want
                 left -= want
