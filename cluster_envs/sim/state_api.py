@@ -113,14 +113,22 @@ class SimulatorState:
             raise KeyError(f"job {j} is {state}, not queued or running")
         dt = self._now_s - self._last_update_s[idx]
         moved = dt > 0
-        if np.count_nonzero(moved):
-            jobs, step = idx[moved], dt[moved]
-            self._progress[jobs] += self._rate[jobs] * step
-            self._attained_gpu_s[jobs] += self._num_gpus_held[jobs] * step
+        num_moved = np.count_nonzero(moved)
+        rate, held = self._rate[idx], self._num_gpus_held[idx]
+        if num_moved == len(idx):  # all (the usual case): the synced columns at once
+            progress = self._progress[idx] + rate * dt
+            attained = self._attained_gpu_s[idx] + held * dt
+            self._progress[idx], self._attained_gpu_s[idx] = progress, attained
+        else:
+            if num_moved:
+                jobs, step = idx[moved], dt[moved]
+                self._progress[jobs] += self._rate[jobs] * step
+                self._attained_gpu_s[jobs] += self._num_gpus_held[jobs] * step
+            progress, attained = self._progress[idx], self._attained_gpu_s[idx]
         self._last_update_s[idx] = self._now_s
         columns = (
-            states, self._progress[idx], self._attained_gpu_s[idx], self._first_start_s[idx],
-            self._num_restarts[idx], self._rate[idx], self._num_gpus_held[idx],
+            states, progress, attained, self._first_start_s[idx], self._num_restarts[idx], rate,
+            held,
         )  # fmt: skip
         for column in columns:
             column.setflags(write=False)
