@@ -126,13 +126,14 @@ class SimulatorState:
                 self._attained_gpu_s[jobs] += self._num_gpus_held[jobs] * step
             progress, attained = self._progress[idx], self._attained_gpu_s[idx]
         self._last_update_s[idx] = self._now_s
-        columns = (
-            states, progress, attained, self._first_start_s[idx], self._num_restarts[idx], rate,
-            held,
-        )  # fmt: skip
-        for column in columns:
+        first, restarts = self._first_start_s[idx], self._num_restarts[idx]
+        for column in (states, progress, attained, first, restarts, rate, held):
             column.setflags(write=False)
-        return JobTable(idx, states, *static[:5], *columns[1:], pick(self._placement), *static[5:])
+        submit, num_gpus, min_gpus, max_gpus, batch_size, models, speeds = static
+        return JobTable(
+            idx, states, submit, num_gpus, min_gpus, max_gpus, batch_size, progress, attained,
+            first, restarts, rate, held, pick(self._placement), models, speeds,
+        )  # fmt: skip
 
     def _static_rows(
         self, job_ids: Sequence[int]
