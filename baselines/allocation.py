@@ -78,8 +78,9 @@ class AllocationPolicy:
         self.num_slots = check_slots(num_slots)
         self._time_s: float | None = None
         self._requests: Requests = {}
-        self._projected: tuple[tuple[tuple[int, ...], int], Requests] | None = None
+        self._projected: tuple[tuple[object, ...], Requests] | None = None
         self._rates: dict[tuple[int, int], float] = {}
+        self._state: AllocationState | None = None
 
     def configure(self, context: PolicyContext) -> None:
         """Take the env's slot count (``cluster_envs.policies.context``)."""
@@ -92,19 +93,37 @@ class AllocationPolicy:
         self._requests = {}
         self._projected = None
         self._rates = {}
+        self._state = None
+
+    @property
+    def settles_in_one_decision(self) -> bool:
+        """True when a second ``decide`` at the same instant is sure to be empty.
+
+        Asked again at this instant, :meth:`decide` reuses its requests and projection
+        (a decision moves GPUs only between the free pool and eligible jobs, so the
+        eligible ids and the capacity are unchanged, and their progress was synced to now
+        by the first call), and :func:`plan_allocation`'s decision left every eligible job
+        at its projected count: nothing is left to do, so the runner may skip that call
+        (same trajectory). Not so for a subclass with its own ``decide`` or ``_plan``
+        (the artifact's repacking may stop a job in a cycle of swaps, to restart later).
+        """
+        cls = type(self)
+        return cls.decide is AllocationPolicy.decide and cls._plan is AllocationPolicy._plan
 
     def decide(self, view: ClusterView) -> Decision:
         if not view.queued_ids and not view.running_ids:
             return NO_DECISION
-        state = AllocationState.from_view(view, self.num_slots)
+        state = AllocationState.from_view(view, self.num_slots, self._state)
+        self._state = state
         if self._time_s != view.time_s:
             self._requests = self.requests(view, state)
             self._time_s = view.time_s
-            self._projected = None
-        # The projection depends on the requests, the eligible ids (their bounds) and the
-        # capacity only: asked again at this instant, reuse it unless those changed.
-        key = (state.ids, state.capacity)
+        # The projection depends on the requests, the eligible ids, their bounds and the
+        # capacity only: reuse it while none of those changed (asked again at this
+        # instant, or at a later one with the same requests).
+        key = (state.ids, state.capacity, state.min_gpus, state.max_gpus, self._requests)
         if self._projected is None or self._projected[0] != key:
+            key = (*key[:-1], dict(self._requests))  # a copy: requests may be reused
             self._projected = (key, state.project(self._requests))
         return self._plan(state, dict(self._projected[1]))
 

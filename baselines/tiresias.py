@@ -53,6 +53,9 @@ class TiresiasScheduler(AllocationPolicy):
             )
         self.thresholds = thresholds
         self._bounds = np.array(thresholds)
+        # Requested counts of the jobs of a table (their sum and smallest), kept while the
+        # simulator shares its static columns (same simulation, same eligible ids).
+        self._wants: tuple[np.ndarray, list[int], int, int] | None = None
 
     def queue_of(self, attained_gpu_s: float) -> int:
         """Queue index (0 = highest priority) of a job with this attained service."""
@@ -60,13 +63,21 @@ class TiresiasScheduler(AllocationPolicy):
 
     def requests(self, view: ClusterView, state: AllocationState) -> Requests:
         table = job_table(view, state)
+        if self._wants is None or self._wants[0] is not table.num_gpus:  # static columns
+            clipped = np.minimum(np.maximum(table.num_gpus, table.min_gpus), table.max_gpus)
+            wants = clipped.tolist()
+            self._wants = (table.num_gpus, wants, sum(wants), min(wants, default=0))
+        _, wants, total, smallest = self._wants
+        ids = state.ids
+        left = state.capacity
+        if total <= left:  # every job fits, whatever the order
+            return dict(zip(ids, wants, strict=True))
         queues = np.searchsorted(self._bounds, table.attained_gpu_s, side="right")
         order = np.argsort(queues, kind="stable").tolist()  # ids ascend: (queue, id) order
-        wants = np.minimum(np.maximum(table.num_gpus, table.min_gpus), table.max_gpus).tolist()
-        ids = state.ids
         counts = dict.fromkeys(ids, 0)
-        left = state.capacity
         for i in order:
+            if left < smallest:  # no other job fits
+                break
             want = wants[i]
             if want <= left:
                 counts[ids[i]] = want

@@ -31,6 +31,8 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results"
+if str(ROOT) not in sys.path:  # time this checkout's code, not an installed copy
+    sys.path.insert(0, str(ROOT))
 
 #: (label, workload preset, SimConfig overrides, policies).
 EVENT_POLICIES = (

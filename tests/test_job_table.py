@@ -6,6 +6,7 @@ choices of the plain round-by-round scan."""
 from __future__ import annotations
 
 import math
+import pickle
 from collections.abc import Callable
 
 import numpy as np
@@ -180,3 +181,42 @@ def test_greedy_fill_matches_the_plain_scan(seed: int) -> None:
     for skip in (False, True):
         want = _greedy_fill_by_scan(state, start, utility, skip)
         assert greedy_fill(state, start, utility, skip) == want
+
+
+def test_tables_of_the_same_ids_share_static_columns_and_pickles_drop_the_cache() -> None:
+    sim, _, policy = _sims()
+    for _ in _checkpoints(sim, policy, count=2):
+        pass
+    view = sim.view()
+    ids = sorted((*view.queued_ids, *view.running_ids))
+    first, again = view.job_table(ids), view.job_table(tuple(ids))
+    assert again.num_gpus is first.num_gpus and again.model is first.model
+    assert again.iterations_done is not first.iterations_done  # dynamic columns: fresh
+    other = view.job_table(ids[1:])
+    assert other.num_gpus.tolist() == first.num_gpus.tolist()[1:]
+    assert other.placement == first.placement[1:] and other.speed == first.speed[1:]
+    copy = pickle.loads(pickle.dumps(sim))
+    assert "_last_rows" not in vars(copy)
+    assert copy.view().job_table(ids).num_gpus.tolist() == first.num_gpus.tolist()
+
+
+@pytest.mark.parametrize("name", ["tiresias", "fair", "optimus", "slaq", "fifo-rigid"])
+def test_allocation_policies_settle_in_one_decision(name: str) -> None:
+    """What lets the runner skip the second decide: it would always be empty."""
+    sim, _, policy = _sims(name, num_jobs=60)
+    assert policy.settles_in_one_decision  # type: ignore[attr-defined]
+    policy.reset(0)  # type: ignore[attr-defined]
+    decisions = 0
+    while not sim.done:
+        sim.step()
+        if sim.queue and sim.apply(policy.decide(sim.view())):  # type: ignore[attr-defined]
+            decisions += 1
+            assert not policy.decide(sim.view()).actions  # type: ignore[attr-defined]
+    assert decisions > 30
+
+
+def test_policies_with_their_own_decide_or_placement_do_not_claim_to_settle() -> None:
+    for name in ("optimus-oracle", "tiresias-artifact", "pollux"):
+        policy = make_policy(name)
+        want = name == "tiresias-artifact"  # the artifact's Tiresias is a TiresiasScheduler
+        assert getattr(policy, "settles_in_one_decision", False) is want, name

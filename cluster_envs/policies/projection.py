@@ -71,7 +71,9 @@ def project_counts(
         Counts with ``sum <= capacity`` and each 0 or within ``[min, max]``.
     """
     bounds = zip(map(int, requests), map(int, min_gpus), map(int, max_gpus), strict=True)
-    counts = [0 if r <= 0 else min(max(r, lo), hi) for r, lo, hi in bounds]
+    # min(max(r, lo), hi) for r > 0, without the calls (the common case first)
+    counts = [0 if r <= 0 else r if lo <= r <= hi else min(lo, hi) if r < lo else hi
+              for r, lo, hi in bounds]  # fmt: skip
     capacity = max(int(capacity), 0)
     if sum(counts) <= capacity:
         return counts
@@ -143,19 +145,41 @@ class AllocationState:
         return sum(g for _, g in self.placement[job_id])
 
     @classmethod
-    def from_view(cls, view: ClusterView, num_slots: int) -> AllocationState:
-        """The state a policy sees (eligible jobs of ``view``)."""
+    def from_view(
+        cls, view: ClusterView, num_slots: int, previous: AllocationState | None = None
+    ) -> AllocationState:
+        """The state a policy sees (eligible jobs of ``view``).
+
+        ``previous``, the state of an earlier view of the same simulation, lends its
+        bounds when its table shares the static columns of this one (same eligible ids).
+        """
         ids = eligible_ids((*view.queued_ids, *view.running_ids), num_slots)
         table = view.job_table(ids)
-        return cls(
-            free=np.asarray(view.free_gpus),
+        held = table.num_gpus_held.tolist()
+        free = np.asarray(view.free_gpus)
+        old = previous.table if previous is not None else None
+        if previous is not None and old is not None and old.min_gpus is table.min_gpus:
+            min_gpus, max_gpus, bounds = previous.min_gpus, previous.max_gpus, previous._bounds
+        else:
+            bounds = table.min_gpus.tolist(), table.max_gpus.tolist()
+            min_gpus = dict(zip(ids, bounds[0], strict=True))
+            max_gpus = dict(zip(ids, bounds[1], strict=True))
+        state = cls(
+            free=free,
             node_speed=np.asarray(view.node_speed),
             ids=ids,
             placement=dict(zip(ids, table.placement, strict=True)),
-            min_gpus=dict(zip(ids, table.min_gpus.tolist(), strict=True)),
-            max_gpus=dict(zip(ids, table.max_gpus.tolist(), strict=True)),
+            min_gpus=min_gpus,
+            max_gpus=max_gpus,
             table=table,
         )
+        # The cached properties, from the table (what they would compute, at once).
+        vars(state).update(
+            counts=dict(zip(ids, held, strict=True)),
+            capacity=int(free.sum()) + sum(held),
+            _bounds=bounds,
+        )
+        return state
 
     @classmethod
     def from_sim(cls, sim: Simulator, num_slots: int) -> AllocationState:
@@ -173,8 +197,12 @@ class AllocationState:
     def project(self, requests: Mapping[int, int]) -> dict[int, int]:
         """:func:`project_counts` of ``requests`` (missing eligible jobs request 0)."""
         low, high = self._bounds
-        counts = project_counts([requests.get(j, 0) for j in self.ids], low, high, self.capacity)
-        return dict(zip(self.ids, counts, strict=True))
+        ids = self.ids
+        if tuple(requests) == ids:  # every eligible job, in id order (as policies ask)
+            asked = list(requests.values())
+        else:
+            asked = [requests.get(j, 0) for j in ids]
+        return dict(zip(ids, project_counts(asked, low, high, self.capacity), strict=True))
 
 
 def _shrunk(placement: Placement, count: int) -> Placement:
@@ -204,13 +232,15 @@ def plan_allocation(state: AllocationState, counts: Mapping[int, int]) -> Decisi
     count does not change get no action.
     """
     held = state.counts
-    if [counts.get(j, 0) for j in held] == list(held.values()):
+    if counts == held or (
+        counts.keys() != held.keys() and [counts.get(j, 0) for j in held] == list(held.values())
+    ):
         return Decision(())  # nothing changes (the loop below would give no action)
     free = state.free.astype(np.int64)
     actions: list[Allocate] = []
     growing: list[tuple[int, int, int]] = []
     for rank, j in enumerate(state.ids):
-        new, current = int(counts.get(j, 0)), state.count(j)
+        new, current = int(counts.get(j, 0)), held[j]
         if new < current:
             kept = _shrunk(state.placement[j], new)
             for node, gpus in state.placement[j]:

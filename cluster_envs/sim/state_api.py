@@ -10,7 +10,8 @@ windows over the copied storage.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from operator import itemgetter
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
@@ -41,6 +42,13 @@ _VISIBLE = np.array([state in (JobState.QUEUED, JobState.RESCALING, JobState.RUN
                      for state in sorted(JobState)])  # fmt: skip
 
 
+def _picker(ids: list[int]) -> Callable[[Sequence[Any]], tuple[Any, ...]]:
+    """``lambda seq: tuple(seq[j] for j in ids)``, at C speed."""
+    if len(ids) > 1:
+        return itemgetter(*ids)
+    return lambda seq: tuple([seq[j] for j in ids])
+
+
 class SimulatorState:
     """Read-only accessors of the simulator's state (see the module docstring)."""
 
@@ -61,6 +69,7 @@ class SimulatorState:
     _first_start_s: np.ndarray
     _num_restarts: np.ndarray
     _spec_table: dict[str, Any]
+    _last_rows: tuple[Any, ...]
 
     cluster: ClusterConfig = read_only("_cluster", "The cluster configuration.")
     config: SimConfig = read_only("_config", "The simulator settings.")
@@ -96,41 +105,70 @@ class SimulatorState:
         Syncs the jobs' progress to now exactly as ``job_status`` does, element by
         element (so the state, and every later number, is the same either way).
         """
-        ids = [int(j) for j in job_ids]
-        n = len(self._jobs)
-        if ids and (min(ids) < 0 or max(ids) >= n):
-            bad = next(j for j in ids if not 0 <= j < n)
-            raise KeyError(f"job {bad} is not in the workload ({n} jobs)")
-        idx = np.array(ids, dtype=np.int64)
+        idx, static, pick = self._static_rows(job_ids)
         states = self._state[idx]
-        if not _VISIBLE[states].all():
+        if np.count_nonzero(_VISIBLE[states]) != len(states):
             j = int(idx[np.argmin(_VISIBLE[states])])
             state = JobState(int(self._state[j])).name.lower()
             raise KeyError(f"job {j} is {state}, not queued or running")
         dt = self._now_s - self._last_update_s[idx]
         moved = dt > 0
-        if moved.any():
-            jobs, step = idx[moved], dt[moved]
-            self._progress[jobs] += self._rate[jobs] * step
-            self._attained_gpu_s[jobs] += self._num_gpus_held[jobs] * step
+        num_moved = np.count_nonzero(moved)
+        rate, held = self._rate[idx], self._num_gpus_held[idx]
+        if num_moved == len(idx):  # all (the usual case): the synced columns at once
+            progress = self._progress[idx] + rate * dt
+            attained = self._attained_gpu_s[idx] + held * dt
+            self._progress[idx], self._attained_gpu_s[idx] = progress, attained
+        else:
+            if num_moved:
+                jobs, step = idx[moved], dt[moved]
+                self._progress[jobs] += self._rate[jobs] * step
+                self._attained_gpu_s[jobs] += self._num_gpus_held[jobs] * step
+            progress, attained = self._progress[idx], self._attained_gpu_s[idx]
         self._last_update_s[idx] = self._now_s
+        first, restarts = self._first_start_s[idx], self._num_restarts[idx]
+        for column in (states, progress, attained, first, restarts, rate, held):
+            column.setflags(write=False)
+        submit, num_gpus, min_gpus, max_gpus, batch_size, models, speeds = static
+        return JobTable(
+            idx, states, submit, num_gpus, min_gpus, max_gpus, batch_size, progress, attained,
+            first, restarts, rate, held, pick(self._placement), models, speeds,
+        )  # fmt: skip
+
+    def _static_rows(
+        self, job_ids: Sequence[int]
+    ) -> tuple[np.ndarray, tuple[Any, ...], Callable[[Sequence[Any]], tuple[Any, ...]]]:
+        """``job_ids`` as a read-only index array, their static :class:`JobTable` fields
+        (``submit_time_s``, the ``_SPEC_INTS``, models, speeds) and a picker of their
+        entries of a list: read-only and shared by the tables of the same ids (kept for
+        the last ids asked: the next decision usually asks for the same eligible jobs)."""
+        key = tuple(job_ids)
+        last = self.__dict__.get("_last_rows")
+        if last is not None and last[0] == key:
+            return last[1], last[2], last[3]
+        ids = [int(j) for j in key]
+        n = len(self._jobs)
+        if ids and (min(ids) < 0 or max(ids) >= n):
+            bad = next(j for j in ids if not 0 <= j < n)
+            raise KeyError(f"job {bad} is not in the workload ({n} jobs)")
+        idx = np.array(ids, dtype=np.int64)
         spec = self._spec_columns()
         ints = spec["ints"][:, idx]  # one gather for the static integer fields
-        columns = (
-            idx, states, spec["submit_time_s"][idx], ints[0], ints[1], ints[2], ints[3],
-            self._progress[idx], self._attained_gpu_s[idx], self._first_start_s[idx],
-            self._num_restarts[idx], self._rate[idx], self._num_gpus_held[idx],
-        )  # fmt: skip
-        for column in columns:
-            column.flags.writeable = False
-        ints.flags.writeable = False
-        models, speeds, placements = spec["model"], spec["speed"], self._placement
-        return JobTable(
-            *columns,
-            tuple([placements[j] for j in ids]),
-            tuple([models[j] for j in ids]),
-            tuple([speeds[j] for j in ids]),
+        submit = spec["submit_time_s"][idx]
+        for column in (idx, submit, ints):
+            column.setflags(write=False)
+        pick = _picker(ids)
+        static = (
+            submit,
+            ints[0],
+            ints[1],
+            ints[2],
+            ints[3],
+            pick(spec["model"]),
+            pick(spec["speed"]),
         )
+        self._last_rows = (key, idx, static, pick)
+        return idx, static, pick
 
     def _spec_columns(self) -> dict[str, Any]:
         """The workload's static job fields as columns (built once, copied with the sim)."""
@@ -164,7 +202,8 @@ class SimulatorState:
     def __getstate__(
         self,
     ) -> dict[str, Any]:  # copies and pickles rebuild the windows on their state
-        return {k: v for k, v in self.__dict__.items() if not k.endswith("_ro")}
+        skip = ("_last_rows",)  # a cache (of the last ids asked), not state
+        return {k: v for k, v in self.__dict__.items() if not k.endswith("_ro") and k not in skip}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state)

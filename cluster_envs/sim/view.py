@@ -87,7 +87,9 @@ class JobTable(NamedTuple):
     Entry ``i`` of every field describes job ``job_ids[i]``; the values equal those of
     ``view.job(job_ids[i])`` (``first_start_s`` is NaN where the snapshot has ``None``,
     ``state`` holds :class:`JobState` codes, ``num_gpus_held`` the size of
-    ``placement``). Arrays are non-writeable copies, taken when the table is built.
+    ``placement``). Arrays are non-writeable copies, taken when the table is built (the
+    static ones -- ids, submit time, GPU bounds, batch size -- shared by successive
+    tables of the same ids).
     """
 
     job_ids: np.ndarray
