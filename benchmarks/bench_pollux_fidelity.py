@@ -193,6 +193,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--speed-csv", default="")
     parser.add_argument("--speed-only", action="store_true")
     parser.add_argument("--speed-policies", default="", help="comma-separated (default all)")
+    parser.add_argument("--speed-out", type=Path, default=None, help="speed files' stem")
     parser.add_argument("--speed-repeats", type=int, default=1, help="best of N, alternating")
     parser.add_argument(
         "--report-only",
@@ -213,7 +214,7 @@ def main(argv: list[str] | None = None) -> int:
             args.artifact_sim, args.artifact_python, csvs, chosen, args.speed_repeats
         )
         OUT.parent.mkdir(parents=True, exist_ok=True)
-        speed_out = OUT.with_name(OUT.name + "_speed")
+        speed_out = args.speed_out or OUT.with_name(OUT.name + "_speed")
         speed_out.with_suffix(".json").write_text(json.dumps({"rows": srows}, indent=1))
         speed_out.with_suffix(".md").write_text(speed_report(srows, argv))
     if args.speed_only:
