@@ -23,11 +23,9 @@ the model zoo's fitted all-reduce model (:class:`~cluster_envs.perf.throughput.P
 
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import dataclass
 from functools import cache
-from importlib import resources
 from typing import Any
 
 import numpy as np
@@ -45,11 +43,9 @@ GOODPUT_FILE = "goodput.json"
 BATCH_CANDIDATES = 50
 
 
-@cache
 def goodput_data() -> dict[str, Any]:
     """The shipped fit (``cluster_envs/data/goodput.json``), loaded once."""
-    text = resources.files("cluster_envs").joinpath("data").joinpath(GOODPUT_FILE).read_text()
-    return json.loads(text)
+    return zoo.shipped_json(GOODPUT_FILE)
 
 
 def iteration_times(

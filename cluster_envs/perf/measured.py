@@ -27,11 +27,9 @@ The tables (``cluster_envs/data/pollux_throughput.json``) are written by
 
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import dataclass, field
 from functools import cache
-from importlib import resources
 from typing import Any
 
 import numpy as np
@@ -47,11 +45,9 @@ MEASURED_FILE = "pollux_throughput.json"
 MAX_MEASURED_NODES = 16
 
 
-@cache
 def measured_data() -> dict[str, Any]:
     """The shipped tables, loaded once."""
-    text = resources.files("cluster_envs").joinpath("data").joinpath(MEASURED_FILE).read_text()
-    return json.loads(text)
+    return zoo.shipped_json(MEASURED_FILE)
 
 
 def placement_key(shape: tuple[int, ...]) -> tuple[int, ...]:

@@ -73,10 +73,15 @@ class ZooModel:
 
 
 @cache
+def shipped_json(filename: str) -> dict[str, Any]:
+    """A JSON file shipped in ``cluster_envs/data/``, parsed once per process."""
+    text = resources.files("cluster_envs").joinpath("data").joinpath(filename).read_text()
+    return json.loads(text)
+
+
 def zoo_data() -> dict[str, Any]:
     """The raw shipped JSON (models, ``fit_errors``, ``a100_over_t4``), loaded once."""
-    text = resources.files("cluster_envs").joinpath("data").joinpath(ZOO_FILE).read_text()
-    return json.loads(text)
+    return shipped_json(ZOO_FILE)
 
 
 def _build(name: str, raw: dict[str, Any]) -> ZooModel:
