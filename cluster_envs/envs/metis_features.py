@@ -144,7 +144,7 @@ class MetisEncoder:
         self._curve_rows: dict[
             int, tuple[float, float, LossCurveParams | None, Simulator, np.ndarray]
         ] = {}
-        self._block: tuple[list[int | None], np.ndarray, np.ndarray, float, int] | None = None
+        self._block: tuple[list[int | None], list[int], np.ndarray, float, int] | None = None
 
     def reset(self, seed: int) -> None:
         """Forget per-episode caches; profiles of this episode come from ``seed``."""
@@ -272,20 +272,19 @@ class MetisEncoder:
         return row
 
     def _fill_slots(
-        self, sim: Simulator, slots: list[int | None], pending: np.ndarray, obs: np.ndarray
+        self, sim: Simulator, slots: list[int | None], counts: list[int], obs: np.ndarray
     ) -> tuple[float, int]:
-        """Write the slot rows into ``obs``; return the sum of ``est_quality`` over the
-        present slots and their number. Within one state version only the slots whose
-        pending count changed are rewritten (``est_quality`` does not depend on it, so
-        the sum is the one of a full pass)."""
+        """Write the slot rows (``counts``: pending GPUs per slot) into ``obs``; return
+        the sum of ``est_quality`` over the present slots and their number. Within one
+        state version only the slots whose pending count changed are rewritten
+        (``est_quality`` does not depend on it, so the sum is the one of a full pass)."""
         self._sync_rows(sim)
         size, block = self.slot_size, self._block
         if block is not None and block[0] == slots:
-            rows = block[2]
-            for k in np.flatnonzero(pending != block[1]).tolist():
-                j = slots[k]
-                if j is not None:
-                    rows[k * size : (k + 1) * size] = self.slot_row(sim, j, int(pending[k]))
+            rows, before = block[2], block[1]
+            for k, j in enumerate(slots):
+                if j is not None and counts[k] != before[k]:
+                    rows[k * size : (k + 1) * size] = self.slot_row(sim, j, int(counts[k]))
             quality_sum, present = block[3], block[4]
         else:
             rows = np.zeros(self.num_slots * size, dtype=np.float32)
@@ -293,11 +292,11 @@ class MetisEncoder:
             for k, j in enumerate(slots):
                 if j is None:
                     continue
-                row = self.slot_row(sim, j, int(pending[k]))
+                row = self.slot_row(sim, j, int(counts[k]))
                 rows[k * size : (k + 1) * size] = row
                 quality_sum += float(row[QUALITY_INDEX])
                 present += 1
-        self._block = (list(slots), pending.copy(), rows, quality_sum, present)
+        self._block = (list(slots), counts, rows, quality_sum, present)
         obs[: rows.size] = rows
         return quality_sum, present
 
@@ -312,17 +311,20 @@ class MetisEncoder:
 
     def encode(self, sim: Simulator, slots: list[int | None], pending: np.ndarray) -> np.ndarray:
         """The observation: every slot (``None`` = empty), then the cluster."""
-        obs = np.zeros(self.size, dtype=np.float32)
-        quality_sum, present = self._fill_slots(sim, slots, pending, obs)
-        c = self.num_slots * self.slot_size
+        obs = np.empty(self.size, dtype=np.float32)  # every entry is written below
+        counts = pending.tolist()  # integer counts: their sum is exact in any order
+        quality_sum, present = self._fill_slots(sim, slots, counts, obs)
         inv = sim.inventory
-        in_system = len(sim.queue) + len(sim.active)
-        obs[c] = inv.num_free / inv.num_gpus
-        obs[c + 1] = max(inv.num_gpus - float(pending.sum()), 0.0) / inv.num_gpus
-        obs[c + 2] = min(in_system / self.num_slots, 1.0)
+        num_active = len(sim.active)
+        in_system = len(sim.queue) + num_active
         beyond = max(in_system - present, 0)
-        obs[c + 3] = min(math.log1p(beyond) / math.log1p(10.0 * self.num_slots), 1.0)
-        obs[c + 4] = min(len(sim.active) / self.num_slots, 1.0)
-        obs[c + 5] = quality_sum / present if present else 0.0
-        obs[c + 6] = norm_time(sim.now_s)
+        obs[self.num_slots * self.slot_size :] = (
+            inv.num_free / inv.num_gpus,
+            max(inv.num_gpus - float(sum(counts)), 0.0) / inv.num_gpus,
+            min(in_system / self.num_slots, 1.0),
+            min(math.log1p(beyond) / math.log1p(10.0 * self.num_slots), 1.0),
+            min(num_active / self.num_slots, 1.0),
+            quality_sum / present if present else 0.0,
+            norm_time(sim.now_s),
+        )
         return obs
