@@ -40,7 +40,7 @@ QUALITY_INDEX = 11
 #: Slot fields that follow from the job's state, allocation, age and service (the rest
 #: are static or follow from its progress and length estimate): queued, rescaling,
 #: running, gpus, pending_gpus, age, attained_service, num_loss_observations.
-_STATE_FIELDS = np.array([1, 2, 3, 4, 5, 9, 13, 18])
+STATE_FIELDS = (1, 2, 3, 4, 5, 9, 13, 18)
 
 
 def slot_names(levels: tuple[int, ...] = FEATURE_GPUS) -> list[str]:
@@ -191,16 +191,15 @@ class MetisEncoder:
         est_total = estimator.total_iterations(j)
         done = sim.iterations_done(j)
         out = self._curve_row(sim, j, est_total, done, estimator.fitted(j))
-        out[_STATE_FIELDS] = (
-            state == 1,
-            state == 2,
-            state == 3,
-            min(sim.num_gpus_held[j] / self.max_gpus, 1.0),
-            min(pending / self.max_gpus, 1.0),
-            norm_time(sim.now_s - spec.submit_time_s),
-            norm_time(float(sim.attained_gpu_s[j])),
-            squash(estimator.num_observations(j) / OBS_NORM),
-        )
+        # the fields of STATE_FIELDS, one write each
+        out[1] = state == 1
+        out[2] = state == 2
+        out[3] = state == 3
+        out[4] = min(sim.num_gpus_held[j] / self.max_gpus, 1.0)
+        out[5] = min(pending / self.max_gpus, 1.0)
+        out[9] = norm_time(sim.now_s - spec.submit_time_s)
+        out[13] = norm_time(float(sim.attained_gpu_s[j]))
+        out[18] = squash(estimator.num_observations(j) / OBS_NORM)
         return out if self._keep_all else out * self._keep
 
     def _curve_row(
