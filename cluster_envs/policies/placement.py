@@ -96,7 +96,7 @@ def consolidate(
     any nodes.
 
     Args:
-        free: Free GPUs per node.
+        free: Free GPUs per node (an array, or a list of ints: the pure-Python path).
         node_speed: Relative compute speed per node (same length as ``free``).
         num_gpus: GPUs to place (>= 1).
         strategy: ``"first-fit"`` or ``"best-fit"`` (single-node choice).
@@ -106,6 +106,8 @@ def consolidate(
     Returns:
         ``((node, gpus), ...)`` sorted by node, or ``None`` if fewer GPUs are free.
     """
+    if isinstance(free, list):  # a caller that keeps plain lists (any cluster size)
+        return _consolidate_list(free, list(node_speed), num_gpus, strategy, prefer_fast, split)
     if len(free) <= SMALL_CLUSTER:
         return _consolidate_list(
             free.tolist(), node_speed.tolist(), num_gpus, strategy, prefer_fast, split
