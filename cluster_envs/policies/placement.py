@@ -36,12 +36,22 @@ def _consolidate_list(
 ) -> Placement | None:
     """:func:`consolidate` on lists (the small-cluster path)."""
     nodes = range(len(free))
-    fits = [n for n in nodes if free[n] >= num_gpus]
-    if fits:
-        if prefer_fast:
-            fastest = max(speed[n] for n in fits)
-            fits = [n for n in fits if speed[n] == fastest]
-        node = min(fits, key=free.__getitem__) if strategy == "best-fit" else fits[0]
+    # One pass over the nodes that fit: the fastest type first (if prefer_fast), then
+    # the fewest free GPUs (best-fit) or the lowest id; ties go to the lower id.
+    node, node_speed, node_free = -1, 0.0, 0
+    best_fit = strategy == "best-fit"
+    for n in nodes:
+        f = free[n]
+        if f < num_gpus:
+            continue
+        s = speed[n]
+        if (
+            node < 0
+            or (prefer_fast and s > node_speed)
+            or (best_fit and f < node_free and (s == node_speed or not prefer_fast))
+        ):
+            node, node_speed, node_free = n, s, f
+    if node >= 0:
         return ((int(node), int(num_gpus)),)
     speeds = sorted(set(speed), reverse=prefer_fast)
     best: Placement | None = None
