@@ -126,6 +126,7 @@ class ScaleFreeMetisEncoder(MetisEncoder):
         return out * self._keep
 
     def _pending_feature(self, pending: int) -> float:
+        """Slot field ``pending_gpus``, in nodes (as :meth:`encode_slot` writes it)."""
         return in_nodes(pending, self.node_gpus)
 
     def _profile_features(self, sim: Simulator, j: int) -> list[float]:
