@@ -35,6 +35,8 @@ def _integral(value: Any, action: Any, space: spaces.Space) -> int:
 
 def discrete_action(action: Any, space: spaces.Discrete) -> int:
     """``action`` as a plain int (see the module docstring); range is not checked."""
+    if type(action) is int:  # the common case: what the general path returns for it
+        return action
     try:
         values = np.asarray(action)
     except (TypeError, ValueError) as err:  # ragged nested sequences

@@ -63,7 +63,7 @@ class MetisAllocationDiscreteEnv(MetisAllocationEnv):
         mask = np.zeros(self.num_slots + 1, dtype=bool)
         mask[self.end_action] = True
         sim = self.sim
-        if np.add.reduce(self.pending) >= sim.inventory.num_gpus:
+        if sum(self.pending.tolist()) >= sim.inventory.num_gpus:
             return mask
         if self._limits_key != (sim, sim.state_version):  # slots change with the state
             jobs = sim.jobs

@@ -11,27 +11,21 @@ small-scale profiling runs (:class:`ThroughputProfile`) -- never the true job le
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
-from scipy.optimize import nnls
 
-from cluster_envs.config import GPU_SPEED, REFERENCE_INTER_NODE_GBPS, ClusterConfig
+from cluster_envs.config import ClusterConfig
 from cluster_envs.envs.layout import ObsLayout
+from cluster_envs.envs.metis_profile import ThroughputProfile, profile_job
 from cluster_envs.envs.normalise import MODEL_NAMES, norm_time, prior_curve_features, squash
 from cluster_envs.perf import zoo
-from cluster_envs.perf.speed import packed_shape
 from cluster_envs.sim.quality import curve_integral
 
 if TYPE_CHECKING:
     from cluster_envs.sim.engine import Simulator
-    from cluster_envs.types import JobSpec
+    from cluster_envs.types import LossCurveParams
 
-#: GPU counts profiled on arrival (those within the job's range), packed placements.
-PROFILE_GPUS = (1, 2, 4, 8)
-#: Relative noise of one profiled iteration time.
-PROFILE_NOISE_STD = 0.05
 #: Counts at which the fitted parallel efficiency ``S(n) / n`` is shown (and the
 #: predicted quality gain over one slice).
 FEATURE_GPUS = (1, 2, 4, 8, 16)
@@ -39,59 +33,14 @@ FEATURE_GPUS = (1, 2, 4, 8, 16)
 MAX_EFFICIENCY = 2.0
 #: Loss observations are shown as ``squash(count / OBS_NORM)``.
 OBS_NORM = 10.0
-
-
-@dataclass(frozen=True)
-class ThroughputProfile:
-    """``t(n) = theta0 + theta1 / n + theta2 * (n - 1)`` seconds per iteration.
-
-    Fitted by non-negative least squares to noisy iteration times measured at a few
-    packed GPU counts (fixed overhead, parallel compute, communication that grows with
-    the replicas).
-    """
-
-    theta: tuple[float, float, float]
-
-    def iteration_time(self, n: int) -> float:
-        """Predicted seconds per iteration on ``n`` GPUs."""
-        t0, t1, t2 = self.theta
-        return max(t0 + t1 / n + t2 * (n - 1), 1e-12)
-
-    def rate(self, n: int) -> float:
-        """Predicted iterations per second on ``n`` GPUs."""
-        return 1.0 / self.iteration_time(n)
-
-    def efficiency(self, n: int) -> float:
-        """Predicted ``S(n) / n`` with ``S(n) = t(1) / t(n)``."""
-        return self.iteration_time(1) / (n * self.iteration_time(n))
-
-
-def profile_job(
-    job: JobSpec, cluster: ClusterConfig, seed: int, noise_std: float = PROFILE_NOISE_STD
-) -> ThroughputProfile:
-    """Profile ``job`` at the counts of :data:`PROFILE_GPUS` it allows and fit the model.
-
-    Each measurement is the true iteration time on a packed placement of the cluster's
-    fastest GPU type, times ``1 + noise_std * N(0, 1)`` from ``default_rng([seed, job_id,
-    3])`` -- the same numbers whatever order jobs are profiled in.
-    """
-    rng = np.random.default_rng([seed, job.job_id, 3])
-    speed = max(GPU_SPEED[g.gpu_type] for g in cluster.node_groups)
-    network = cluster.inter_node_gbps / REFERENCE_INTER_NODE_GBPS
-    counts = [n for n in PROFILE_GPUS if n <= min(job.max_gpus, cluster.num_gpus)] or [1]
-    rows, times = [], []
-    for n in counts:
-        rate = job.speed.throughput(packed_shape(n, cluster.max_gpus_per_node), speed, network)
-        noisy = (1.0 / rate) * max(1.0 + noise_std * float(rng.standard_normal()), 0.1)
-        rows.append([1.0, 1.0 / n, n - 1.0])
-        times.append(noisy)
-    a, b = np.asarray(rows), np.asarray(times)
-    scale = b.mean()
-    theta, _ = nnls(a, b / scale)
-    theta = theta * scale
-    if theta[0] + theta[1] <= 0:  # degenerate fit: fall back to the measured 1-GPU time
-        theta = np.array([0.0, float(b[0]), 0.0])
-    return ThroughputProfile((float(theta[0]), float(theta[1]), float(theta[2])))
+#: Index of ``pending_gpus`` in a slot (the one field that depends on the pending count).
+PENDING_INDEX = 5
+#: Index of ``est_quality`` in a slot.
+QUALITY_INDEX = 11
+#: Slot fields that follow from the job's state, allocation, age and service (the rest
+#: are static or follow from its progress and length estimate): queued, rescaling,
+#: running, gpus, pending_gpus, age, attained_service, num_loss_observations.
+STATE_FIELDS = (1, 2, 3, 4, 5, 9, 13, 18)
 
 
 def slot_names(levels: tuple[int, ...] = FEATURE_GPUS) -> list[str]:
@@ -191,11 +140,17 @@ class MetisEncoder:
         self._rows: dict[tuple[int, int], np.ndarray] = {}
         self._rows_sim: Simulator | None = None
         self._rows_version = -1
+        self._job_rows: dict[int, np.ndarray] = {}
+        self._curve_rows: dict[
+            int, tuple[float, float, LossCurveParams | None, Simulator, np.ndarray]
+        ] = {}
+        self._block: tuple[list[int | None], list[int], np.ndarray, float, int] | None = None
 
     def reset(self, seed: int) -> None:
         """Forget per-episode caches; profiles of this episode come from ``seed``."""
         self._static, self._profiles, self._seed = {}, {}, seed
         self._rate_cache, self._rows, self._rows_sim = {}, {}, None
+        self._curve_rows = {}
 
     def describe(self) -> list[str]:
         """The name of every observation index."""
@@ -230,15 +185,42 @@ class MetisEncoder:
 
     def encode_slot(self, sim: Simulator, j: int, pending: int) -> np.ndarray:
         """The features of job ``j`` with ``pending`` GPUs tentatively allocated."""
-        out = self._static_part(sim, j).copy()
         spec = sim.jobs[j]
         state = int(sim.state[j])
         estimator = sim.estimator
         est_total = estimator.total_iterations(j)
         done = sim.iterations_done(j)
+        out = self._curve_row(sim, j, est_total, done, estimator.fitted(j))
+        # the fields of STATE_FIELDS, one write each
+        out[1] = state == 1
+        out[2] = state == 2
+        out[3] = state == 3
+        out[4] = min(sim.num_gpus_held[j] / self.max_gpus, 1.0)
+        out[5] = min(pending / self.max_gpus, 1.0)
+        out[9] = norm_time(sim.now_s - spec.submit_time_s)
+        out[13] = norm_time(float(sim.attained_gpu_s[j]))
+        out[18] = squash(estimator.num_observations(j) / OBS_NORM)
+        return out if self._keep_all else out * self._keep
+
+    def _curve_row(
+        self, sim: Simulator, j: int, est_total: float, done: float, fit: LossCurveParams | None
+    ) -> np.ndarray:
+        """A fresh row of job ``j`` holding its static fields and those that follow from
+        its progress and length estimate (cached while ``done``, the estimate and the fit
+        stay: a queued job's across slices)."""
+        cached = self._curve_rows.get(j)
+        if (
+            cached is not None
+            and cached[0] == done
+            and cached[1] == est_total
+            and cached[2] is fit
+            and cached[3] is sim
+        ):
+            return cached[4].copy()
+        spec, cached_fit = sim.jobs[j], fit
+        out = self._static_part(sim, j).copy()
         total = max(est_total, 1e-9)
         remaining = max(est_total - done, 0.0)
-        fit = estimator.fitted(j)
         if self.job_features == "oracle":  # ablation only: the hidden truth
             total = spec.total_iterations
             remaining = max(total - done, 0.0)
@@ -251,40 +233,71 @@ class MetisEncoder:
             curve_feats = (1.0, squash(fit.b0 * total), squash(fit.b1), squash(fit.b2))
         else:
             curve_feats = (0.0, *prior_curve_features(spec.model))
+        out[10:13] = (frac, q_now, norm_time(remaining / rate1))
+        out[14:18] = curve_feats
         step = self.slice_s / total
         quality = curve.quality
-        out[1:19] = (
-            state == 1,
-            state == 2,
-            state == 3,
-            min(sim.num_gpus_held[j] / self.max_gpus, 1.0),
-            min(pending / self.max_gpus, 1.0),
-            out[6],
-            out[7],
-            out[8],
-            norm_time(sim.now_s - spec.submit_time_s),
-            frac,
-            q_now,
-            norm_time(remaining / rate1),
-            norm_time(float(sim.attained_gpu_s[j])),
-            *curve_feats,
-            squash(estimator.num_observations(j) / OBS_NORM),
-        )
         base = 22 + len(FEATURE_GPUS)
         out[base : base + len(FEATURE_GPUS)] = [
             0.0 if r is None else quality(frac + r * step) - q_now for r in gain_rates
         ]
-        return out if self._keep_all else out * self._keep
+        self._curve_rows[j] = (done, est_total, cached_fit, sim, out)
+        return out.copy()
+
+    def _pending_feature(self, pending: int) -> float:
+        """Slot field ``pending_gpus`` (the only one that depends on ``pending``)."""
+        return min(pending / self.max_gpus, 1.0)
+
+    def _sync_rows(self, sim: Simulator) -> None:
+        """Drop the cached rows (and slot block) when the simulator's state moved on."""
+        if sim is not self._rows_sim or sim.state_version != self._rows_version:
+            self._rows, self._rows_sim, self._rows_version = {}, sim, sim.state_version
+            self._job_rows, self._block = {}, None
 
     def slot_row(self, sim: Simulator, j: int, pending: int) -> np.ndarray:
         """:meth:`encode_slot`, cached while the simulator's state version stays (the
-        Discrete variant's steps change one slot's pending count and nothing else)."""
-        if sim is not self._rows_sim or sim.state_version != self._rows_version:
-            self._rows, self._rows_sim, self._rows_version = {}, sim, sim.state_version
+        Discrete variant's steps change one slot's pending count and nothing else: a
+        job's row at another count is its cached row with ``pending_gpus`` rewritten)."""
+        self._sync_rows(sim)
         row = self._rows.get((j, pending))
         if row is None:
-            row = self._rows[(j, pending)] = self.encode_slot(sim, j, pending)
+            other = self._job_rows.get(j)
+            if other is None:
+                row = self._job_rows[j] = self.encode_slot(sim, j, pending)
+            else:
+                row = other.copy()
+                row[PENDING_INDEX] = self._pending_feature(pending) * self._keep[PENDING_INDEX]
+            self._rows[(j, pending)] = row
         return row
+
+    def _fill_slots(
+        self, sim: Simulator, slots: list[int | None], counts: list[int], obs: np.ndarray
+    ) -> tuple[float, int]:
+        """Write the slot rows (``counts``: pending GPUs per slot) into ``obs``; return
+        the sum of ``est_quality`` over the present slots and their number. Within one
+        state version only the slots whose pending count changed are rewritten
+        (``est_quality`` does not depend on it, so the sum is the one of a full pass)."""
+        self._sync_rows(sim)
+        size, block = self.slot_size, self._block
+        if block is not None and block[0] == slots:
+            rows, before = block[2], block[1]
+            for k, j in enumerate(slots):
+                if j is not None and counts[k] != before[k]:
+                    rows[k * size : (k + 1) * size] = self.slot_row(sim, j, int(counts[k]))
+            quality_sum, present = block[3], block[4]
+        else:
+            rows = np.zeros(self.num_slots * size, dtype=np.float32)
+            quality_sum, present = 0.0, 0
+            for k, j in enumerate(slots):
+                if j is None:
+                    continue
+                row = self.slot_row(sim, j, int(counts[k]))
+                rows[k * size : (k + 1) * size] = row
+                quality_sum += float(row[QUALITY_INDEX])
+                present += 1
+        self._block = (list(slots), counts, rows, quality_sum, present)
+        obs[: rows.size] = rows
+        return quality_sum, present
 
     def _rates(self, sim: Simulator, j: int) -> tuple[float, list[float | None]]:
         """Job ``j``'s profiled rate on 1 GPU and on each FEATURE_GPUS count it allows."""
@@ -297,25 +310,20 @@ class MetisEncoder:
 
     def encode(self, sim: Simulator, slots: list[int | None], pending: np.ndarray) -> np.ndarray:
         """The observation: every slot (``None`` = empty), then the cluster."""
-        obs = np.zeros(self.size, dtype=np.float32)
-        size = self.slot_size
-        quality_sum, present = 0.0, 0
-        for k, j in enumerate(slots):
-            if j is None:
-                continue
-            row = self.slot_row(sim, j, int(pending[k]))
-            obs[k * size : (k + 1) * size] = row
-            quality_sum += float(row[11])
-            present += 1
-        c = self.num_slots * size
+        obs = np.empty(self.size, dtype=np.float32)  # every entry is written below
+        counts = pending.tolist()  # integer counts: their sum is exact in any order
+        quality_sum, present = self._fill_slots(sim, slots, counts, obs)
         inv = sim.inventory
-        in_system = len(sim.queue) + len(sim.active)
-        obs[c] = inv.num_free / inv.num_gpus
-        obs[c + 1] = max(inv.num_gpus - float(pending.sum()), 0.0) / inv.num_gpus
-        obs[c + 2] = min(in_system / self.num_slots, 1.0)
+        num_active = len(sim.active)
+        in_system = len(sim.queue) + num_active
         beyond = max(in_system - present, 0)
-        obs[c + 3] = min(math.log1p(beyond) / math.log1p(10.0 * self.num_slots), 1.0)
-        obs[c + 4] = min(len(sim.active) / self.num_slots, 1.0)
-        obs[c + 5] = quality_sum / present if present else 0.0
-        obs[c + 6] = norm_time(sim.now_s)
+        obs[self.num_slots * self.slot_size :] = (
+            inv.num_free / inv.num_gpus,
+            max(inv.num_gpus - float(sum(counts)), 0.0) / inv.num_gpus,
+            min(in_system / self.num_slots, 1.0),
+            min(math.log1p(beyond) / math.log1p(10.0 * self.num_slots), 1.0),
+            min(num_active / self.num_slots, 1.0),
+            quality_sum / present if present else 0.0,
+            norm_time(sim.now_s),
+        )
         return obs

@@ -125,6 +125,10 @@ class ScaleFreeMetisEncoder(MetisEncoder):
         out[len(row) + model_index(spec.model)] = 1.0
         return out * self._keep
 
+    def _pending_feature(self, pending: int) -> float:
+        """Slot field ``pending_gpus``, in nodes (as :meth:`encode_slot` writes it)."""
+        return in_nodes(pending, self.node_gpus)
+
     def _profile_features(self, sim: Simulator, j: int) -> list[float]:
         """Job ``j``'s profile thetas (over its 1-GPU time) and efficiencies (cached)."""
         feats = self._profile_feats.get(j)

@@ -63,6 +63,13 @@ class PlacementEncoder:
         self._key: tuple[int, int] | None = None
         self._base = np.zeros(self.layout.size, dtype=np.float32)
         self._big = 1.0
+        self._offset = self.layout.global_offset
+        self._nodes_sim: Simulator | None = None  # the node template below is of this one
+        self._template = self._base
+        self._queue_fields: dict[int, float] = {}  # queue length -> its field
+        # (tentative counts, observation, free and total GPUs per node, GPUs requested)
+        # of the last call, for the current key.
+        self._last: tuple[list[int], np.ndarray, list[int], list[int], int] | None = None
 
     def describe(self) -> list[str]:
         """The name of every observation index."""
@@ -72,41 +79,56 @@ class PlacementEncoder:
         """The observation while job ``head`` (None: none) has ``tentative`` GPUs per node.
 
         Everything but the tentative GPUs is computed once per simulator state and head
-        job (the steps that place one job's GPUs change only those fields).
+        job (the steps that place one job's GPUs change only those fields: a step after
+        the first rewrites the nodes whose tentative count changed).
         """
         if head is None:
             return np.zeros(self.layout.size, dtype=np.float32)
         key = (sim.state_version, head)
-        if sim is not self._sim or key != self._key:
+        counts = tentative.tolist()
+        last = self._last
+        if sim is not self._sim or key != self._key or last is None:
             self._base = self._state_part(sim, head)
             self._sim, self._key = sim, key
-        obs = self._base.copy()
-        inv = sim.inventory
-        spec = sim.jobs[head]
-        nodes = obs[: self.layout.global_offset].reshape(inv.num_nodes, self.layout.slot_size)
-        nodes[:, 0] = (inv.free - tentative) / inv.total
-        nodes[:, 1] = tentative / spec.num_gpus
-        left = spec.num_gpus - int(np.add.reduce(tentative))
-        obs[self.layout.global_offset] = min(left / (JOB_GPUS_NORM_NODES * self._big), 1.0)
-        return obs
+            obs = self._base.copy()
+            inv = sim.inventory
+            spec = sim.jobs[head]
+            nodes = obs[: self._offset].reshape(inv.num_nodes, self.layout.slot_size)
+            nodes[:, 0] = (inv.free - tentative) / inv.total
+            nodes[:, 1] = tentative / spec.num_gpus
+            free, total = inv.free.tolist(), inv.total.tolist()
+            last = self._last = (counts, obs, free, total, spec.num_gpus)
+        else:  # the same state: (a - b) / c of Python ints rounds as numpy's float64 does
+            before, obs, free, total, need = last
+            size = self.layout.slot_size
+            for k, (now, was) in enumerate(zip(counts, before, strict=True)):
+                if now != was:
+                    obs[k * size] = (free[k] - now) / total[k]
+                    obs[k * size + 1] = now / need
+            self._last = (counts, obs, free, total, need)
+        left = last[4] - sum(counts)
+        obs[self._offset] = min(left / (JOB_GPUS_NORM_NODES * self._big), 1.0)
+        return obs.copy()
 
     def _state_part(self, sim: Simulator, head: int) -> np.ndarray:
         """The fields that do not depend on the tentative GPUs."""
-        obs = np.zeros(self.layout.size, dtype=np.float32)
         inv = sim.inventory
-        n = inv.num_nodes
+        if sim is not self._nodes_sim:  # node speeds and sizes: fixed for the episode
+            template = np.zeros(self.layout.size, dtype=np.float32)
+            nodes = template[: self._offset].reshape(inv.num_nodes, self.layout.slot_size)
+            self._big = float(inv.total.max())
+            nodes[:, 2] = inv.speed / self.fastest
+            nodes[:, 3] = inv.total / self._big
+            self._template, self._nodes_sim = template, sim
+        obs = self._template.copy()
+        big = self._big
         spec = sim.jobs[head]
-        big = self._big = float(inv.total.max())
-        nodes = np.zeros((n, self.layout.slot_size), dtype=np.float32)
-        nodes[:, 2] = inv.speed / self.fastest
-        nodes[:, 3] = inv.total / big
         contention = sim.contention
-        if contention.enabled:
-            nodes[:, 4] = np.minimum(np.asarray(contention.distributed_on) / JOBS_PER_NODE_NORM, 1)
-            crowd = np.array([len(s) for s in contention.jobs_on], dtype=np.float32)
-            nodes[:, 5] = np.minimum(crowd / JOBS_PER_NODE_NORM, 1.0)
-        obs[: self.layout.global_offset] = nodes.ravel()
-        c = self.layout.global_offset
+        if contention.enabled:  # counts / 8: exact in any precision
+            size, c = self.layout.slot_size, self._offset
+            obs[4:c:size] = [min(d / JOBS_PER_NODE_NORM, 1.0) for d in contention.distributed_on]
+            obs[5:c:size] = [min(k / JOBS_PER_NODE_NORM, 1.0) for k in contention.num_jobs_on]
+        c = self._offset
         obs[c + 1] = min(spec.num_gpus / (JOB_GPUS_NORM_NODES * big), 1.0)
         rate = spec.speed.throughput(
             packed_shape(spec.num_gpus, int(big)), self.fastest, inv.network_speed
@@ -114,6 +136,11 @@ class PlacementEncoder:
         obs[c + 2] = norm_time(sim.estimator.remaining(head) / rate)
         obs[c + 3 + model_index(spec.model)] = 1.0
         c += len(JOB_FIELDS)
-        obs[c] = min(np.log1p(len(sim.queue)) / np.log1p(QUEUE_NORM), 1.0)
+        queued = len(sim.queue)
+        queue_field = self._queue_fields.get(queued)
+        if queue_field is None:
+            queue_field = min(np.log1p(queued) / np.log1p(QUEUE_NORM), 1.0)
+            self._queue_fields[queued] = queue_field
+        obs[c] = queue_field
         obs[c + 1] = inv.num_free / inv.num_gpus
         return obs

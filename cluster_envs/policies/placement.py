@@ -36,12 +36,22 @@ def _consolidate_list(
 ) -> Placement | None:
     """:func:`consolidate` on lists (the small-cluster path)."""
     nodes = range(len(free))
-    fits = [n for n in nodes if free[n] >= num_gpus]
-    if fits:
-        if prefer_fast:
-            fastest = max(speed[n] for n in fits)
-            fits = [n for n in fits if speed[n] == fastest]
-        node = min(fits, key=free.__getitem__) if strategy == "best-fit" else fits[0]
+    # One pass over the nodes that fit: the fastest type first (if prefer_fast), then
+    # the fewest free GPUs (best-fit) or the lowest id; ties go to the lower id.
+    node, node_speed, node_free = -1, 0.0, 0
+    best_fit = strategy == "best-fit"
+    for n in nodes:
+        f = free[n]
+        if f < num_gpus:
+            continue
+        s = speed[n]
+        if (
+            node < 0
+            or (prefer_fast and s > node_speed)
+            or (best_fit and f < node_free and (s == node_speed or not prefer_fast))
+        ):
+            node, node_speed, node_free = n, s, f
+    if node >= 0:
         return ((int(node), int(num_gpus)),)
     speeds = sorted(set(speed), reverse=prefer_fast)
     best: Placement | None = None
@@ -96,7 +106,7 @@ def consolidate(
     any nodes.
 
     Args:
-        free: Free GPUs per node.
+        free: Free GPUs per node (an array, or a list of ints: the pure-Python path).
         node_speed: Relative compute speed per node (same length as ``free``).
         num_gpus: GPUs to place (>= 1).
         strategy: ``"first-fit"`` or ``"best-fit"`` (single-node choice).
@@ -106,6 +116,8 @@ def consolidate(
     Returns:
         ``((node, gpus), ...)`` sorted by node, or ``None`` if fewer GPUs are free.
     """
+    if isinstance(free, list):  # a caller that keeps plain lists (any cluster size)
+        return _consolidate_list(free, list(node_speed), num_gpus, strategy, prefer_fast, split)
     if len(free) <= SMALL_CLUSTER:
         return _consolidate_list(
             free.tolist(), node_speed.tolist(), num_gpus, strategy, prefer_fast, split

@@ -36,11 +36,11 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from cluster_envs.policies.placement import consolidate
+from cluster_envs.policies.placement import SMALL_CLUSTER, consolidate
 from cluster_envs.types import Allocate, Decision, Placement
 
 if TYPE_CHECKING:
@@ -185,14 +185,22 @@ class AllocationState:
     def from_sim(cls, sim: Simulator, num_slots: int) -> AllocationState:
         """The same state read straight from the simulator (cheaper, for envs)."""
         ids = eligible_ids((*sim.queue, *sim.active), num_slots)
-        return cls(
+        jobs, placements = sim.jobs, sim.placement
+        placement = {j: placements[j] for j in ids}
+        low, high = [jobs[j].min_gpus for j in ids], [jobs[j].max_gpus for j in ids]
+        state = cls(
             free=sim.inventory.free.copy(),
             node_speed=sim.inventory.speed,
             ids=ids,
-            placement={j: sim.placement[j] for j in ids},
-            min_gpus={j: sim.jobs[j].min_gpus for j in ids},
-            max_gpus={j: sim.jobs[j].max_gpus for j in ids},
+            placement=placement,
+            min_gpus=dict(zip(ids, low, strict=True)),
+            max_gpus=dict(zip(ids, high, strict=True)),
         )
+        # The cached properties, computed as they would be (at once, without their locks).
+        counts = {j: sum(g for _, g in placement[j]) for j in ids}
+        capacity = int(state.free.sum()) + sum(counts.values())
+        vars(state).update(counts=counts, capacity=capacity, _bounds=(low, high))
+        return state
 
     def project(self, requests: Mapping[int, int]) -> dict[int, int]:
         """:func:`project_counts` of ``requests`` (missing eligible jobs request 0)."""
@@ -217,11 +225,11 @@ def _shrunk(placement: Placement, count: int) -> Placement:
     return tuple(sorted(kept))
 
 
-def place(free: np.ndarray, node_speed: np.ndarray, count: int) -> Placement:
+def place(free: np.ndarray | list[int], node_speed: np.ndarray, count: int) -> Placement:
     """Consolidated best-fit placement of ``count`` GPUs (``free`` must hold them)."""
-    found = consolidate(free, node_speed, count, "best-fit", split="fastest-type")
+    found = consolidate(free, node_speed, count, "best-fit", split="fastest-type")  # type: ignore[arg-type]
     if found is None:
-        raise ValueError(f"{count} GPUs do not fit in {int(free.sum())} free")
+        raise ValueError(f"{count} GPUs do not fit in {int(sum(free))} free")
     return found
 
 
@@ -236,7 +244,11 @@ def plan_allocation(state: AllocationState, counts: Mapping[int, int]) -> Decisi
         counts.keys() != held.keys() and [counts.get(j, 0) for j in held] == list(held.values())
     ):
         return Decision(())  # nothing changes (the loop below would give no action)
-    free = state.free.astype(np.int64)
+    # Plain ints on a small cluster (consolidate's own path there: the same placements).
+    free_gpus = state.free.astype(np.int64)
+    small = len(free_gpus) <= SMALL_CLUSTER
+    free: Any = free_gpus.tolist() if small else free_gpus
+    speed: Any = state.node_speed.tolist() if small else state.node_speed
     actions: list[Allocate] = []
     growing: list[tuple[int, int, int]] = []
     for rank, j in enumerate(state.ids):
@@ -253,7 +265,7 @@ def plan_allocation(state: AllocationState, counts: Mapping[int, int]) -> Decisi
     for neg_new, _, j in sorted(growing):
         for node, gpus in state.placement[j]:
             free[node] += gpus
-        placement = place(free, state.node_speed, -neg_new)
+        placement = place(free, speed, -neg_new)
         for node, gpus in placement:
             free[node] -= gpus
         actions.append(Allocate(j, placement))

@@ -160,6 +160,11 @@ class QualityTracker(SimObserver):
         )
         self.submit = np.array([job.submit_time_s for job in sim.jobs])
         self.total = np.array([job.total_iterations for job in sim.jobs])
+        # Plain-float copies for the per-job loop of account() (numpy scalars are slow).
+        self._final = self.final.tolist()
+        self._submit = self.submit.tolist()
+        self._target = self.target_fraction.tolist()
+        self._reached = [False] * n
         self.window_area = np.zeros(n)
         self.reach_s = np.full(n, np.nan)
         self.gap_area = 0.0
@@ -204,13 +209,16 @@ class QualityTracker(SimObserver):
         f0s = np.minimum(done / total, 1.0)
         f1s = np.minimum(f0s + rate * dt / total, 1.0)
         window_s = self.settings.window_s
-        curves, final, submit = self.curves, self.final, self.submit
-        window_area, target_fraction, reach_s = self.window_area, self.target_fraction, self.reach_s
+        curves, final, submit = self.curves, self._final, self._submit
+        window_area, target_fraction, reached = self.window_area, self._target, self._reached
         gap = self.gap_area
         for j, f0, f1 in zip(ids, f0s.tolist(), f1s.tolist(), strict=True):
             curve = curves[j]
-            area = curve.time_integral(f0, f1, dt)
-            gap += float(final[j]) * dt - area
+            if f0 == f1:  # not running: time_integral's flat case, (f0 + f1) / 2 == f0
+                area = dt * curve.quality(f0)
+            else:
+                area = curve.time_integral(f0, f1, dt)
+            gap += final[j] * dt - area
             end = submit[j] + window_s
             if t1 <= end:
                 window_area[j] += area
@@ -218,9 +226,10 @@ class QualityTracker(SimObserver):
                 fe = f0 + (f1 - f0) * (end - t0) / dt
                 window_area[j] += curve.time_integral(f0, fe, end - t0)
             target = target_fraction[j]
-            if f1 >= target and math.isnan(reach_s[j]):
+            if f1 >= target and not reached[j]:
                 share = 0.0 if f0 >= target else (target - f0) / (f1 - f0)
-                reach_s[j] = t0 + share * dt
+                self.reach_s[j] = t0 + share * dt
+                reached[j] = True
         self.gap_area = gap
 
     def _current(self) -> tuple[list[int], list[float]]:

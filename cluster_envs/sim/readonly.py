@@ -162,6 +162,11 @@ class ContentionView:
         """Active jobs on each node (a copy)."""
         return tuple(frozenset(s) for s in self._c.jobs_on)
 
+    @property
+    def num_jobs_on(self) -> tuple[int, ...]:
+        """How many active jobs are on each node."""
+        return tuple(len(s) for s in self._c.jobs_on)
+
     def factors(self, j: int, placement: Placement) -> tuple[float, float]:
         """``(compute_divisor, network_divisor)`` for job ``j`` on ``placement``."""
         return self._c.factors(j, placement)
