@@ -21,6 +21,9 @@
 #   families       pure imitation, no PPO: BC + 3 DAgger rounds from threshold-eta, 20 episodes
 #                  per round on *each* moldable family's train split (its own cluster), one set
 #                  of weights (--demo-families moldable)
+#   lookahead      the candidate's budget with the lookahead teacher (agents/teacher.py) instead
+#                  of threshold-eta for BC and DAgger
+#   imitate        lookahead without PPO (--timesteps 0): the policy after its BC + 1 DAgger round
 set -euo pipefail
 cd "$(dirname "$0")/.."
 RUN=${RUN:-runs/generalist/full}
@@ -33,7 +36,9 @@ case "${RECIPE:-}" in
                   --eval-freq 8192) ;;
     families) BUDGET=(--timesteps 0 --pretrain-episodes 20 --dagger-rounds 3
                       --demo-families moldable) ;;
-    *) echo "unknown RECIPE=${RECIPE} (long|families)" >&2; exit 2 ;;
+    lookahead) BUDGET+=(--teacher lookahead) ;;
+    imitate) BUDGET+=(--teacher lookahead --timesteps 0) ;;
+    *) echo "unknown RECIPE=${RECIPE} (long|families|lookahead|imitate)" >&2; exit 2 ;;
 esac
 EXTRA=()
 case "${ABLATION:-}" in
