@@ -20,6 +20,7 @@ evaluate file's table (:func:`summarize`) as a section of generalist_moldable.md
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import time
 from pathlib import Path
@@ -34,7 +35,13 @@ from stable_baselines3.common.vec_env import DummyVecEnv, VecNormalize
 
 import cluster_envs  # noqa: F401  (registers the envs)
 from agents.grouped_rollouts import InputDependentBaseline, SharedSeedWrapper
-from agents.imitation import PretrainSettings, warm_start
+from agents.imitation import (
+    Demonstrations,
+    PretrainSettings,
+    collect_demonstrations,
+    pretrain,
+    warm_start,
+)
 from agents.set_policy import FlatPolicy, SetPolicy, adapt
 from cluster_envs.envs.rollout import HeuristicAgent, rollout
 
@@ -98,6 +105,60 @@ class ValCurve(BaseCallback):
         return True
 
 
+def warm_start_families(
+    model: Any,
+    families: list[str],
+    settings: PretrainSettings,
+    seed: int,
+    num_jobs: int | None = None,
+) -> dict[str, Any]:
+    """BC (+ DAgger) from ``settings.teacher`` on each of ``families``' *train* splits into
+    ``model``'s one set of weights, in place (``--demo-families``).
+
+    The clusters differ in shape, so each family keeps its own demonstrations and its own
+    view of the model (:func:`adapt`: same weights, that family's spaces); every epoch
+    fits one pass over each family's data in turn, the weights carried from view to view.
+    The value head is not fitted (``value_coef`` 0: the model's returns are normalised,
+    the demonstrations' are not). DAgger rounds let each family's view play its episodes.
+    """
+    one_pass = dataclasses.replace(settings, epochs=1, value_coef=0.0)
+    envs = {f: make_env(f, "train", num_jobs) for f in families}
+    kwargs = {f: {"family": f, "split": "train", "observation": "scale_free",
+                  **({"num_jobs": num_jobs} if num_jobs else {})} for f in families}  # fmt: skip
+    views = {f: adapt(model, envs[f]) for f in families}
+    gamma, n = float(model.gamma), settings.episodes
+
+    def sync(src: Any, dst: Any) -> None:
+        if src is not dst:
+            dst.policy.load_state_dict(src.policy.state_dict())
+
+    def fit(demos: dict[str, Demonstrations], salt: int) -> dict[str, Any]:
+        losses: dict[str, Any] = {}
+        for epoch in range(settings.epochs):
+            for f in families:
+                sync(model, views[f])
+                losses[f] = pretrain(views[f], demos[f], one_pass, seed + salt * 1000 + epoch)
+                sync(views[f], model)
+        return losses
+
+    demos = {f: collect_demonstrations(ENV_ID, kwargs[f], settings.teacher, n, seed, gamma)
+             for f in families}  # fmt: skip
+    rounds = [{"round": 0, "player": settings.teacher, "losses": fit(demos, 0)}]
+    for r in range(1, settings.dagger_rounds + 1):
+        played = {}
+        for f in families:
+            sync(model, views[f])
+            more = collect_demonstrations(ENV_ID, kwargs[f], settings.teacher, n,
+                                          seed + r * n, gamma, student=views[f])  # fmt: skip
+            demos[f] = demos[f] + more
+            played[f] = float(np.mean([m["avg_jct_s"] for m in more.episode_metrics]))
+        rounds.append({"round": r, "player": "agent", "avg_jct_s": played,
+                       "losses": fit(demos, r)})  # fmt: skip
+    return {"teacher": settings.teacher, "families": families, "episodes_per_round": n,
+            "dagger_rounds": settings.dagger_rounds,
+            "steps": {f: len(d) for f, d in demos.items()}, "rounds": rounds}  # fmt: skip
+
+
 def train(args: argparse.Namespace) -> None:
     torch.set_num_threads(1)
     out = Path(args.out)
@@ -135,7 +196,16 @@ def train(args: argparse.Namespace) -> None:
         kwargs = {"family": args.family, "split": "train", "observation": "scale_free"}
         if args.num_jobs:
             kwargs["num_jobs"] = args.num_jobs
-        record["warm_start"] = warm_start(model, ENV_ID, kwargs, settings, args.seed)
+        if args.demo_families:
+            from cluster_envs.workload.families import family_names
+
+            families = args.demo_families.split(",")
+            if families == ["moldable"]:
+                families = family_names("moldable")
+            record["warm_start"] = warm_start_families(model, families, settings, args.seed,
+                                                       args.num_jobs)  # fmt: skip
+        else:
+            record["warm_start"] = warm_start(model, ENV_ID, kwargs, settings, args.seed)
         model.save(out / "pretrained_model.zip")
         print("[warm start]", record["warm_start"]["rounds"], flush=True)
     callbacks: list[BaseCallback] = [curve]
@@ -148,7 +218,7 @@ def train(args: argparse.Namespace) -> None:
     model.save(out / "final_model.zip")
     record.update(train_wall_s=round(time.time() - start, 1), timesteps=model.num_timesteps,
                   best_val_ratio=curve.best, curve=curve.curve)  # fmt: skip
-    if baseline is not None:
+    if baseline is not None and baseline.replaced_share:  # empty: no PPO step
         record["input_baseline_share"] = float(np.mean(baseline.replaced_share))
     (out / "train.json").write_text(json.dumps(record, indent=1, default=str))
 
@@ -272,6 +342,12 @@ def main(argv: list[str] | None = None) -> None:
         help="demonstration episodes of BC (and of each DAgger round); 0: no warm start",
     )
     t.add_argument("--pretrain-epochs", type=int, default=20)
+    t.add_argument(
+        "--demo-families",
+        default="",
+        help="comma-separated families whose train splits the warm start imitates "
+        "(each its own cluster; 'moldable': every moldable family); default: --family",
+    )
     t.add_argument("--dagger-rounds", type=int, default=1)
     t.add_argument("--eval-freq", type=int, default=2048)
     e = sub.add_parser("evaluate")

@@ -15,11 +15,31 @@
 #                  splits): the `mixed` cluster (16 x 4 T4), one workload generator
 # PYTHON overrides the interpreter (default .venv/bin/python, e.g. from a git worktree);
 # SEED the training seed (default 0, the candidate's; validation and test seeds are fixed).
+# RECIPE (default: the candidate's, above) names a larger budget; ablations apply on top:
+#   long           BC + 3 DAgger rounds from threshold-eta, 40 episodes each, then 120k PPO
+#                  steps at lr 3e-5 (10x the steps, 1/3 the rate), validation every 8192 steps
+#   families       pure imitation, no PPO: BC + 3 DAgger rounds from threshold-eta, 20 episodes
+#                  per round on *each* moldable family's train split (its own cluster), one set
+#                  of weights (--demo-families moldable)
+#   lookahead      the candidate's budget with the lookahead teacher (agents/teacher.py) instead
+#                  of threshold-eta for BC and DAgger
+#   imitate        lookahead without PPO (--timesteps 0): the policy after its BC + 1 DAgger round
 set -euo pipefail
 cd "$(dirname "$0")/.."
 RUN=${RUN:-runs/generalist/full}
 PYTHON=${PYTHON:-.venv/bin/python}
 SEED=${SEED:-0}
+BUDGET=(--timesteps 12000 --pretrain-episodes 20 --dagger-rounds 1 --eval-freq 2048)
+case "${RECIPE:-}" in
+    "") ;;
+    long) BUDGET=(--timesteps 120000 --pretrain-episodes 40 --dagger-rounds 3 --lr 3e-5
+                  --eval-freq 8192) ;;
+    families) BUDGET=(--timesteps 0 --pretrain-episodes 20 --dagger-rounds 3
+                      --demo-families moldable) ;;
+    lookahead) BUDGET+=(--teacher lookahead) ;;
+    imitate) BUDGET+=(--teacher lookahead --timesteps 0) ;;
+    *) echo "unknown RECIPE=${RECIPE} (long|families|lookahead|imitate)" >&2; exit 2 ;;
+esac
 EXTRA=()
 case "${ABLATION:-}" in
     "") ;;
@@ -29,8 +49,8 @@ case "${ABLATION:-}" in
     one_family) EXTRA=(--family synthetic-64) ;;
     *) echo "unknown ABLATION=${ABLATION} (no_vr|no_warm_start|flat|one_family)" >&2; exit 2 ;;
 esac
-# Later options win: --pretrain-episodes 0 overrides the 20 below.
-nice -n 10 "$PYTHON" -m agents.generalist train --out "$RUN" --timesteps 12000 \
-    --pretrain-episodes 20 --dagger-rounds 1 --eval-freq 2048 --seed "$SEED" "${EXTRA[@]}"
+# Later options win: --pretrain-episodes 0 overrides the budget's.
+nice -n 10 "$PYTHON" -m agents.generalist train --out "$RUN" "${BUDGET[@]}" \
+    --seed "$SEED" "${EXTRA[@]}"
 nice -n 10 "$PYTHON" -m agents.generalist evaluate --model "$RUN/best_model.zip" \
     --out "$RUN/test_quick.json" --quick
