@@ -113,7 +113,9 @@ def test_hints_do_not_depend_on_the_encoder_cache() -> None:
     env.reset(seed=2)
     for _ in range(80):
         mask = base.action_masks()
-        _, _, terminated, truncated, _ = env.step(int(np.flatnonzero(mask)[len(checked) % mask.sum()]))
+        _, _, terminated, truncated, _ = env.step(
+            int(np.flatnonzero(mask)[len(checked) % mask.sum()])
+        )
         if terminated or truncated:
             break
     assert sum(checked) > 5
