@@ -248,6 +248,8 @@ def train(args: argparse.Namespace) -> None:
     start = time.time()
     n_envs = args.groups * args.group_size
     spec = spec_of(args.env)
+    if args.no_hints:  # the ablation: JobPlacement's scale-free fields without the hints
+        spec = dataclasses.replace(spec, observation="scale_free")
     teacher = spec.teacher if args.teacher is None else args.teacher
 
     def thunk(i: int) -> Any:
@@ -421,6 +423,11 @@ def main(argv: list[str] | None = None) -> None:
     t.add_argument("--group-size", type=int, default=2)
     t.add_argument("--no-shared-seeds", dest="groups_share", action="store_false")
     t.add_argument("--flat", action="store_true", help="flat MLP (FlatPolicy) instead of SetPolicy")
+    t.add_argument(
+        "--no-hints",
+        action="store_true",
+        help="ablation (placement): observation 'scale_free', without the heuristic hints",
+    )
     t.add_argument("--hidden", type=int, default=64)
     t.add_argument("--n-steps", type=int, default=256)
     t.add_argument("--batch-size", type=int, default=256)

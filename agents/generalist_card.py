@@ -23,6 +23,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+import gymnasium as gym
 import numpy as np
 
 from agents.generalist import _ModelAgent, make_env, play, spec_of, summarize
@@ -100,9 +101,9 @@ def publish(run_dir: Path, test_file: Path, model: str, wall_s: float | None,
         },
         "test_seeds": f"{PRESET_SEEDS[0]}..{PRESET_SEEDS[-1]} ({len(PRESET_SEEDS)} episodes, "
         "the default preset)",
-        "test": score(agent, spec.env_id, kwargs, PRESET_SEEDS),
-        "test_reference": score(HeuristicAgent(spec.reference), spec.env_id, {}, PRESET_SEEDS),
-        "random_masked": score(RandomMaskedAgent(), spec.env_id, kwargs, PRESET_SEEDS),
+        "test": _score(agent, spec.env_id, kwargs),
+        "test_reference": _score(HeuristicAgent(spec.reference), spec.env_id, kwargs),
+        "random_masked": _score(RandomMaskedAgent(), spec.env_id, kwargs),
         "versions": versions(),
     }
     PRETRAINED_DIR.mkdir(exist_ok=True)
@@ -110,6 +111,14 @@ def publish(run_dir: Path, test_file: Path, model: str, wall_s: float | None,
     save_without_optimizer_state(run_dir / model, algo, target)
     target.with_suffix(".json").write_text(json.dumps(card, indent=2) + "\n")
     return target
+
+
+def _score(agent: Any, env_id: str, kwargs: dict[str, Any]) -> dict[str, Any]:
+    """:func:`agents.publish.score` on the default preset, the agent fitted to its shapes."""
+    fit = getattr(agent, "fit_env", None)
+    if fit is not None:
+        fit(gym.make(env_id, **kwargs))
+    return score(agent, env_id, kwargs, PRESET_SEEDS)
 
 
 def replay(
