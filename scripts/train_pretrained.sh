@@ -34,7 +34,7 @@ if [ "$ENV" = "cluster_envs/JobPlacement-v0" ]; then
     # `mixed` family's train split (30 demonstration episodes + 2 DAgger rounds of 30, 20
     # epochs; no PPO: 30k PPO steps after it left every validation family at 1.000), the
     # checkpoint chosen on every family's validation split; then every family's test split
-    # (seeds 100-109, full episodes) goes on its card. ~3 min on the shared 2-core machine.
+    # (seeds 100-109, full episodes) goes on its card. ~6 min on the shared 2-core machine.
     RUN=${RUN:-runs/pretrained-$NAME}
     PYTHON=${PYTHON:-.venv/bin/python}
     SEED=${SEED:-0}
