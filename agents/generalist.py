@@ -1,4 +1,9 @@
-"""Train and evaluate a generalist MoldableScheduling agent (issue 13).
+"""Train and evaluate a generalist agent for MoldableScheduling or JobPlacement (issue 13).
+
+``--env`` picks the env (:data:`ENV_SPECS`: ``moldable``, the default, or ``placement``),
+its observation (scale-free; JobPlacement's with heuristic hints), its reference
+heuristic (the best single heuristic across families: ``threshold-eta``; consolidated
+first-fit ``fifo``), its baselines and its default teacher.
 
 ``python -m agents.generalist train --out DIR [...]``: MaskablePPO with
 :class:`agents.set_policy.SetPolicy` on scale-free observations of a family's *train*
@@ -6,11 +11,13 @@ split, optionally warm-started by behaviour cloning (+ DAgger) from a teacher
 (``--teacher``: a heuristic or ``lookahead``), optionally with input-dependent baselines
 (``--groups``: envs in groups sharing workload seeds). Every ``--eval-freq`` steps the
 deterministic policy plays the *validation* split and its geometric-mean JCT ratio to
-the best single heuristic there (``threshold-eta``) is logged to ``curve.json``; the
-best checkpoint by that ratio is ``best_model.zip`` (test splits are never looked at).
+the env's reference heuristic there is logged to ``curve.json``; the best checkpoint by
+that ratio is ``best_model.zip`` (test splits are never looked at). ``--val-families``
+scores each checkpoint on several families' validation splits (the worst family's ratio,
+then the geometric mean, decide).
 
 ``python -m agents.generalist evaluate --model M.zip [...]``: the model (adapted to each
-family's shapes) next to every moldable heuristic on every family's *test* split,
+family's shapes) next to every heuristic of the env on every family's *test* split,
 seeds as the generalization suite's (``--quick``: 12 jobs per episode).
 
 ``python -m agents.generalist report F.json [...] --titles T [...] [--json S.json]``: each
@@ -23,6 +30,7 @@ import argparse
 import dataclasses
 import json
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -44,6 +52,7 @@ from agents.imitation import (
 )
 from agents.set_policy import FlatPolicy, SetPolicy, adapt
 from cluster_envs.envs.rollout import HeuristicAgent, rollout
+from cluster_envs.harness.suites import MOLDABLE_BASELINES, PLACEMENT_BASELINES
 
 ENV_ID = "cluster_envs/MoldableScheduling-v0"
 #: The best single moldable heuristic across families (generalization_heuristics.md).
@@ -52,9 +61,66 @@ BEST_SINGLE = "threshold-eta"
 VAL_SEEDS = tuple(range(500, 508))
 
 
-def make_env(family: str, split: str, num_jobs: int | None = None) -> gym.Env:
+@dataclass(frozen=True)
+class EnvSpec:
+    """What the generalist needs to know about one env (``--env``).
+
+    Attributes:
+        env_id: Gymnasium id.
+        short: The env's name in the family registry.
+        observation: The env's ``observation`` setting the agent plays in.
+        reference: The best single heuristic across families (the validation ratio's and
+            the report's denominator).
+        teacher: Default ``--teacher``.
+        baselines: Heuristics ``evaluate`` plays next to the agent.
+    """
+
+    env_id: str
+    short: str
+    observation: str
+    reference: str
+    teacher: str
+    baselines: tuple[str, ...]
+
+
+#: ``--env`` choices. JobPlacement plays with heuristic hints (each FIFO placement rule's
+#: next node: cluster_envs/envs/placement_hints.py), so consolidated first-fit, the best
+#: single placement heuristic (generalization_heuristics.md), can be cloned exactly.
+ENV_SPECS = {
+    "moldable": EnvSpec(ENV_ID, "moldable", "scale_free", BEST_SINGLE, BEST_SINGLE,
+                        MOLDABLE_BASELINES),
+    "placement": EnvSpec("cluster_envs/JobPlacement-v0", "placement", "scale_free_hints",
+                         "fifo", "fifo", PLACEMENT_BASELINES),
+}  # fmt: skip
+MOLDABLE = ENV_SPECS["moldable"]
+
+
+def env_kwargs(family: str, split: str, num_jobs: int | None = None,
+               spec: EnvSpec = MOLDABLE) -> dict[str, Any]:  # fmt: skip
+    """The env kwargs of ``family``'s ``split`` as the generalist plays it."""
     extra: dict[str, Any] = {} if num_jobs is None else {"num_jobs": num_jobs}
-    return gym.make(ENV_ID, family=family, split=split, observation="scale_free", **extra)
+    return {"family": family, "split": split, "observation": spec.observation, **extra}
+
+
+def make_env(family: str, split: str, num_jobs: int | None = None,
+             spec: EnvSpec = MOLDABLE) -> gym.Env:  # fmt: skip
+    return gym.make(spec.env_id, **env_kwargs(family, split, num_jobs, spec))
+
+
+def spec_of(name: str) -> EnvSpec:
+    """The :data:`ENV_SPECS` entry ``name`` (a short name or an env id)."""
+    for key, spec in ENV_SPECS.items():
+        if name in (key, spec.env_id):
+            return spec
+    raise SystemExit(f"unknown --env {name!r}; choose one of {', '.join(ENV_SPECS)}")
+
+
+def families_of(names: str, spec: EnvSpec) -> list[str]:
+    """A comma-separated family list; ``all`` (or the env's short name): every family."""
+    from cluster_envs.workload.families import family_names
+
+    listed = [f for f in names.split(",") if f]
+    return family_names(spec.short) if listed in (["all"], [spec.short]) else listed
 
 
 class _ModelAgent:
@@ -76,26 +142,41 @@ def heuristic(env: gym.Env, name: str) -> HeuristicAgent:
 
 
 class ValCurve(BaseCallback):
-    """Validation-ratio learning curve and best checkpoint (see the module docstring)."""
+    """Validation-ratio learning curve and best checkpoint (see the module docstring).
 
-    def __init__(self, family: str, every: int, out: Path, num_jobs: int | None) -> None:
+    Per validation family, the geometric mean over :data:`VAL_SEEDS` of the model's JCT
+    over the reference heuristic's; a checkpoint is better when its worst family's ratio
+    is lower, or equal and its geometric mean over families is lower.
+    """
+
+    def __init__(self, families: str | list[str], every: int, out: Path,
+                 num_jobs: int | None, spec: EnvSpec = MOLDABLE) -> None:  # fmt: skip
         super().__init__()
-        self.env = make_env(family, "validation", num_jobs)
-        self.ref = np.array(play(self.env, heuristic(self.env, BEST_SINGLE), VAL_SEEDS))
+        names = [families] if isinstance(families, str) else list(families)
+        self.envs = {f: make_env(f, "validation", num_jobs, spec) for f in names}
+        self.refs = {f: np.array(play(e, heuristic(e, spec.reference), VAL_SEEDS))
+                     for f, e in self.envs.items()}  # fmt: skip
         self.every, self.out, self.next = every, out, 0
-        self.curve: list[dict[str, float]] = []
+        self.curve: list[dict[str, Any]] = []
         self.best = np.inf
+        self._best_key = (np.inf, np.inf)
 
     def evaluate(self, model: Any, steps: int) -> float:
-        vals = np.array(play(self.env, _ModelAgent(model), VAL_SEEDS))
-        ratio = float(np.exp(np.mean(np.log(vals / self.ref))))
+        per = {}
+        for f, env in self.envs.items():
+            vals = np.array(play(env, _ModelAgent(adapt(model, env)), VAL_SEEDS))
+            per[f] = float(np.exp(np.mean(np.log(vals / self.refs[f]))))
+        ratio = float(np.exp(np.mean(np.log(list(per.values())))))
+        worst = max(per.values())
         self.curve.append({"timesteps": steps, "val_ratio_to_best_single": ratio,
+                           "val_worst_family": worst, "val_families": per,
                            "wall_s": time.time()})  # fmt: skip
         (self.out / "curve.json").write_text(json.dumps(self.curve, indent=1))
-        if ratio < self.best:
-            self.best = ratio
+        if (worst, ratio) < self._best_key:
+            self._best_key, self.best = (worst, ratio), ratio
             model.save(self.out / "best_model.zip")
-        print(f"[val] steps={steps} ratio={ratio:.4f} best={self.best:.4f}", flush=True)
+        print(f"[val] steps={steps} ratio={ratio:.4f} worst={worst:.4f} best={self.best:.4f}",
+              flush=True)  # fmt: skip
         return ratio
 
     def _on_step(self) -> bool:
@@ -111,6 +192,7 @@ def warm_start_families(
     settings: PretrainSettings,
     seed: int,
     num_jobs: int | None = None,
+    spec: EnvSpec = MOLDABLE,
 ) -> dict[str, Any]:
     """BC (+ DAgger) from ``settings.teacher`` on each of ``families``' *train* splits into
     ``model``'s one set of weights, in place (``--demo-families``).
@@ -122,9 +204,8 @@ def warm_start_families(
     the demonstrations' are not). DAgger rounds let each family's view play its episodes.
     """
     one_pass = dataclasses.replace(settings, epochs=1, value_coef=0.0)
-    envs = {f: make_env(f, "train", num_jobs) for f in families}
-    kwargs = {f: {"family": f, "split": "train", "observation": "scale_free",
-                  **({"num_jobs": num_jobs} if num_jobs else {})} for f in families}  # fmt: skip
+    envs = {f: make_env(f, "train", num_jobs, spec) for f in families}
+    kwargs = {f: env_kwargs(f, "train", num_jobs, spec) for f in families}
     views = {f: adapt(model, envs[f]) for f in families}
     gamma, n = float(model.gamma), settings.episodes
 
@@ -141,14 +222,15 @@ def warm_start_families(
                 sync(views[f], model)
         return losses
 
-    demos = {f: collect_demonstrations(ENV_ID, kwargs[f], settings.teacher, n, seed, gamma)
+    env_id = spec.env_id
+    demos = {f: collect_demonstrations(env_id, kwargs[f], settings.teacher, n, seed, gamma)
              for f in families}  # fmt: skip
     rounds = [{"round": 0, "player": settings.teacher, "losses": fit(demos, 0)}]
     for r in range(1, settings.dagger_rounds + 1):
         played = {}
         for f in families:
             sync(model, views[f])
-            more = collect_demonstrations(ENV_ID, kwargs[f], settings.teacher, n,
+            more = collect_demonstrations(env_id, kwargs[f], settings.teacher, n,
                                           seed + r * n, gamma, student=views[f])  # fmt: skip
             demos[f] = demos[f] + more
             played[f] = float(np.mean([m["avg_jct_s"] for m in more.episode_metrics]))
@@ -165,10 +247,14 @@ def train(args: argparse.Namespace) -> None:
     out.mkdir(parents=True, exist_ok=True)
     start = time.time()
     n_envs = args.groups * args.group_size
+    spec = spec_of(args.env)
+    if args.no_hints:  # the ablation: JobPlacement's scale-free fields without the hints
+        spec = dataclasses.replace(spec, observation="scale_free")
+    teacher = spec.teacher if args.teacher is None else args.teacher
 
     def thunk(i: int) -> Any:
         def make() -> gym.Env:
-            env = make_env(args.family, "train", args.num_jobs)
+            env = make_env(args.family, "train", args.num_jobs, spec)
             group = i // args.group_size if args.groups_share else i
             return SharedSeedWrapper(env, args.seed * 1_000_000, group)
 
@@ -186,26 +272,22 @@ def train(args: argparse.Namespace) -> None:
                         learning_rate=args.lr, ent_coef=args.ent_coef, gamma=args.gamma,
                         gae_lambda=0.95, n_epochs=args.n_epochs, target_kl=0.02,
                         policy_kwargs=policy_kwargs, seed=args.seed, device="cpu")  # fmt: skip
-    curve = ValCurve(args.family, args.eval_freq, out, args.num_jobs)
-    record: dict[str, Any] = {"args": vars(args)}
+    val_families = families_of(args.val_families, spec) if args.val_families else args.family
+    curve = ValCurve(val_families, args.eval_freq, out, args.num_jobs, spec)
+    record: dict[str, Any] = {"args": vars(args), "env_id": spec.env_id,
+                              "env_kwargs": {"observation": spec.observation}}  # fmt: skip
     # --pretrain-episodes 0 (or --teacher ''): no warm start, PPO from random weights.
-    if args.teacher and args.pretrain_episodes > 0:
-        settings = PretrainSettings(teacher=args.teacher, episodes=args.pretrain_episodes,
+    if teacher and args.pretrain_episodes > 0:
+        settings = PretrainSettings(teacher=teacher, episodes=args.pretrain_episodes,
                                     epochs=args.pretrain_epochs,
                                     dagger_rounds=args.dagger_rounds)  # fmt: skip
-        kwargs = {"family": args.family, "split": "train", "observation": "scale_free"}
-        if args.num_jobs:
-            kwargs["num_jobs"] = args.num_jobs
+        kwargs = env_kwargs(args.family, "train", args.num_jobs, spec)
         if args.demo_families:
-            from cluster_envs.workload.families import family_names
-
-            families = args.demo_families.split(",")
-            if families == ["moldable"]:
-                families = family_names("moldable")
+            families = families_of(args.demo_families, spec)
             record["warm_start"] = warm_start_families(model, families, settings, args.seed,
-                                                       args.num_jobs)  # fmt: skip
+                                                       args.num_jobs, spec)  # fmt: skip
         else:
-            record["warm_start"] = warm_start(model, ENV_ID, kwargs, settings, args.seed)
+            record["warm_start"] = warm_start(model, spec.env_id, kwargs, settings, args.seed)
         model.save(out / "pretrained_model.zip")
         print("[warm start]", record["warm_start"]["rounds"], flush=True)
     callbacks: list[BaseCallback] = [curve]
@@ -224,30 +306,36 @@ def train(args: argparse.Namespace) -> None:
 
 
 def evaluate(args: argparse.Namespace) -> None:
-    from cluster_envs.harness.suites import MOLDABLE_BASELINES
-    from cluster_envs.workload.families import family_names
-
     torch.set_num_threads(1)
+    spec = spec_of(args.env)
     model = MaskablePPO.load(args.model, device="cpu")
     seeds = range(args.seeds[0], args.seeds[1] + 1)
+    split = args.split
+    families = families_of(args.families, spec)
     rows: dict[str, Any] = {}
-    for fam in family_names("moldable"):
-        env = make_env(fam, "test", 12 if args.quick else None)
-        res = {p: play(env, heuristic(env, p), seeds) for p in MOLDABLE_BASELINES}
+    start = time.process_time()
+    for fam in families:
+        env = make_env(fam, split, 12 if args.quick else None, spec)
+        res = {p: play(env, heuristic(env, p), seeds) for p in spec.baselines}
         res["agent"] = play(env, _ModelAgent(adapt(model, env)), seeds)
         rows[fam] = res
-        best = min(MOLDABLE_BASELINES, key=lambda p: np.mean(res[p]))
+        best = min(spec.baselines, key=lambda p: np.mean(res[p]))
         print(fam, "best", best, {p: round(np.mean(v) / np.mean(res[best]), 3)
                                   for p, v in res.items()}, flush=True)  # fmt: skip
-    Path(args.out).write_text(json.dumps({"model": args.model, "quick": args.quick,
-                                          "seeds": list(seeds), "rows": rows}, indent=1))  # fmt: skip
+    Path(args.out).write_text(json.dumps({"model": args.model, "env": spec.env_id,
+                                          "split": split, "quick": args.quick,
+                                          "seeds": list(seeds), "rows": rows,
+                                          "cpu_s": round(time.process_time() - start, 1)},
+                                         indent=1))  # fmt: skip
 
 
-def summarize(path: str, single: str = BEST_SINGLE, draws: int = 2000) -> dict[str, Any]:
+def summarize(path: str, single: str | None = None, draws: int = 2000) -> dict[str, Any]:
     """Per-family ratios of an ``evaluate`` file: agent / best heuristic of the family (by
-    mean) and agent / ``single``, with a paired bootstrap interval over seeds of the
-    per-family geometric-mean ratio to ``single``."""
+    mean) and agent / ``single`` (default: the file's env's reference heuristic), with a
+    paired bootstrap interval over seeds of the per-family geometric-mean ratio to
+    ``single``."""
     data = json.loads(Path(path).read_text())
+    single = single or spec_of(data.get("env", ENV_ID)).reference
     rng = np.random.default_rng(0)
     fams: dict[str, Any] = {}
     for fam, res in data["rows"].items():
@@ -269,14 +357,15 @@ def summarize(path: str, single: str = BEST_SINGLE, draws: int = 2000) -> dict[s
     def geo(key: str) -> float:
         return float(np.exp(np.mean([np.log(f[key]) for f in fams.values()])))
 
-    return {"families": fams, "geomean_agent_to_best": geo("agent_to_best"),
+    return {"families": fams, "single": single, "geomean_agent_to_best": geo("agent_to_best"),
             "geomean_single_to_best": geo("single_to_best"),
             "geomean_agent_to_single": geo("agent_to_single"),
             "worst_agent_to_best": max(f["agent_to_best"] for f in fams.values())}  # fmt: skip
 
 
-def markdown(summary: dict[str, Any], title: str, single: str = BEST_SINGLE) -> str:
-    """A :func:`summarize` result as the ``## title`` section of generalist_moldable.md."""
+def markdown(summary: dict[str, Any], title: str, single: str | None = None) -> str:
+    """A :func:`summarize` result as a ``## title`` section (generalist_moldable.md)."""
+    single = single or summary.get("single", BEST_SINGLE)
     lines = [
         f"## {title}",
         "",
@@ -319,7 +408,14 @@ def main(argv: list[str] | None = None) -> None:
     sub = ap.add_subparsers(dest="cmd", required=True)
     t = sub.add_parser("train")
     t.add_argument("--out", required=True)
+    t.add_argument("--env", default="moldable", help="moldable or placement (ENV_SPECS)")
     t.add_argument("--family", default="mixed")
+    t.add_argument(
+        "--val-families",
+        default="",
+        help="comma-separated families whose validation splits choose the checkpoint "
+        "('all': every family of the env); default: --family",
+    )
     t.add_argument("--num-jobs", type=int, default=None)
     t.add_argument("--timesteps", type=int, default=20_000)
     t.add_argument("--seed", type=int, default=0)
@@ -327,6 +423,11 @@ def main(argv: list[str] | None = None) -> None:
     t.add_argument("--group-size", type=int, default=2)
     t.add_argument("--no-shared-seeds", dest="groups_share", action="store_false")
     t.add_argument("--flat", action="store_true", help="flat MLP (FlatPolicy) instead of SetPolicy")
+    t.add_argument(
+        "--no-hints",
+        action="store_true",
+        help="ablation (placement): observation 'scale_free', without the heuristic hints",
+    )
     t.add_argument("--hidden", type=int, default=64)
     t.add_argument("--n-steps", type=int, default=256)
     t.add_argument("--batch-size", type=int, default=256)
@@ -334,7 +435,7 @@ def main(argv: list[str] | None = None) -> None:
     t.add_argument("--lr", type=float, default=1e-4)
     t.add_argument("--ent-coef", type=float, default=0.005)
     t.add_argument("--gamma", type=float, default=0.999)
-    t.add_argument("--teacher", default="threshold-eta")
+    t.add_argument("--teacher", default=None, help="default: the env's (ENV_SPECS)")
     t.add_argument(
         "--pretrain-episodes",
         type=int,
@@ -346,13 +447,16 @@ def main(argv: list[str] | None = None) -> None:
         "--demo-families",
         default="",
         help="comma-separated families whose train splits the warm start imitates "
-        "(each its own cluster; 'moldable': every moldable family); default: --family",
+        "(each its own cluster; 'all' or the env's name: every family); default: --family",
     )
     t.add_argument("--dagger-rounds", type=int, default=1)
     t.add_argument("--eval-freq", type=int, default=2048)
     e = sub.add_parser("evaluate")
     e.add_argument("--model", required=True)
     e.add_argument("--out", required=True)
+    e.add_argument("--env", default="moldable", help="moldable or placement (ENV_SPECS)")
+    e.add_argument("--families", default="all", help="comma-separated; default: every family")
+    e.add_argument("--split", default="test", choices=("train", "validation", "test"))
     e.add_argument("--seeds", type=int, nargs=2, default=(100, 109))
     e.add_argument("--quick", action="store_true")
     r = sub.add_parser("report", help="markdown tables of evaluate files")

@@ -35,8 +35,12 @@ def test_a_few_hundred_training_steps(env_id: str, algo: str, tmp_path: Path) ->
 def test_shipped_agents_play_their_env(name: str) -> None:
     import gymnasium as gym
 
+    from cluster_envs.policies.trained import agent_env_kwargs
+
     agent = pretrained_agent(name)
-    env = gym.make(f"cluster_envs/{name}")
+    # As every benchmark builds it: the env with the observation of the agent's card.
+    env = gym.make(f"cluster_envs/{name}", **agent_env_kwargs(agent, {}))
+    agent.fit_env(env)
     result = rollout(env, agent, seed=100)
     assert result.metrics["num_finished"] == result.metrics["num_jobs"]
     assert np.isfinite(result.episode_return)

@@ -81,12 +81,12 @@ def test_suite_covers_every_env_and_family_test_split_with_agents() -> None:
 
 
 def test_agent_that_cannot_fit_a_cluster_is_reported_not_dropped() -> None:
-    kw = {"family": "synthetic-16", "split": "test", "num_jobs": 5}
+    # The moldable specialist (a flat MLP for 8 nodes of 4 GPUs) on a cluster of 8-GPU nodes.
+    kw = {"family": "synthetic-256", "split": "test", "num_jobs": 5}
+    env = "cluster_envs/MoldableScheduling-v0"
     cells = [
-        Cell(
-            "cluster_envs/JobPlacement-v0", "synthetic-16/test", kw, "pretrained:JobPlacement-v0", 1
-        ),
-        Cell("cluster_envs/JobPlacement-v0", "synthetic-16/test", kw, "fifo", 1),
+        Cell(env, "synthetic-256/test", kw, "pretrained:MoldableScheduling-v0", 1),
+        Cell(env, "synthetic-256/test", kw, "fifo", 1),
     ]
     keep, rows = split_incompatible(cells)
     assert [c.policy for c in keep] == ["fifo"]

@@ -24,8 +24,10 @@ class PlacementConfig:
     Attributes:
         cluster: Cluster preset (heterogeneous by default, so GPU types matter).
         reward_scale_s: Reward = -(jobs in system) * dt / reward_scale_s.
-        observation: ``"default"`` or ``"scale_free"`` (fields that do not depend on
-            the cluster size, queue length or load: :mod:`cluster_envs.envs.scale_free`).
+        observation: ``"default"``, ``"scale_free"`` (fields that do not depend on
+            the cluster size, queue length or load: :mod:`cluster_envs.envs.scale_free`)
+            or ``"scale_free_hints"`` (those and each FIFO heuristic's next node:
+            :mod:`cluster_envs.envs.placement_hints`).
     """
 
     cluster: str = "hetero-small"

@@ -36,14 +36,16 @@ from cluster_envs.envs.features import MODEL_NAMES, MoldableEncoder
 from cluster_envs.envs.layout import ObsLayout
 from cluster_envs.envs.normalise import model_index, norm_time, prior_curve_features, squash
 from cluster_envs.envs.placement_features import NODE_FIELDS, PlacementEncoder
+from cluster_envs.envs.placement_hints import HINT_FIELDS, PlacementHints
 from cluster_envs.errors import ConfigError
 from cluster_envs.perf.speed import packed_shape
 
 if TYPE_CHECKING:
     from cluster_envs.sim.engine import Simulator
 
-#: Values of the envs' ``observation`` kwarg.
-OBSERVATIONS = ("default", "scale_free")
+#: Values of the envs' ``observation`` kwarg (``scale_free_hints``: JobPlacement only, the
+#: scale-free fields plus heuristic hints, :mod:`cluster_envs.envs.placement_hints`).
+OBSERVATIONS = ("default", "scale_free", "scale_free_hints")
 #: ``tau`` when no job is in the system (s).
 DEFAULT_TIME_SCALE_S = 3600.0
 #: GPUs released within these multiples of ``tau`` are shown (fractions of the cluster).
@@ -60,9 +62,22 @@ def check_observation(name: str) -> str:
     return name
 
 
-def make_encoder(config: Any, default: Callable[[], Any], scale_free: Callable[[], Any]) -> Any:
-    """``scale_free()`` if ``config.observation == "scale_free"``, else ``default()``."""
+def make_encoder(
+    config: Any,
+    default: Callable[[], Any],
+    scale_free: Callable[[], Any],
+    hints: Callable[[], Any] | None = None,
+) -> Any:
+    """The encoder ``config.observation`` names: ``default()``, ``scale_free()`` or
+    ``hints()`` (``scale_free_hints``; a ConfigError for an env without hints)."""
     kind = check_observation(getattr(config, "observation", "default"))
+    if kind == "scale_free_hints":
+        if hints is None:
+            raise ConfigError(
+                "observation 'scale_free_hints' exists only on JobPlacement-v0; "
+                "use 'scale_free' here"
+            )
+        return hints()
     return scale_free() if kind == "scale_free" else default()
 
 
@@ -175,16 +190,19 @@ class ScaleFreePlacementEncoder(PlacementEncoder):
     node fields (all per node already). Then the job being placed: GPUs left to place and
     requested (in nodes), estimated runtime packed on the fastest type (rel. tau), model
     one-hot; then ``time_scale``, ``queued_jobs_per_gpu`` (squashed) and
-    ``free_gpu_fraction``.
+    ``free_gpu_fraction``. With ``hints``, each node also has the ``next=<rule>`` fields
+    of :mod:`cluster_envs.envs.placement_hints` (after the default node fields).
     """
 
-    def __init__(self, cluster: ClusterConfig) -> None:
+    def __init__(self, cluster: ClusterConfig, hints: bool = False) -> None:
         super().__init__(cluster)
         self.default = PlacementEncoder(cluster)  # the per-node fields are the default's
         job: tuple[str, ...] = ("job.gpus_left", "job.requested_gpus", "job.est_runtime_packed")
         job += tuple(f"job.model={m}" for m in MODEL_NAMES)
         glob = (*job, "time_scale", "queued_jobs_per_gpu", "free_gpu_fraction")
-        self.layout = ObsLayout(("present", *NODE_FIELDS), cluster.num_nodes, glob, "node")
+        self.hints = PlacementHints() if hints else None
+        per_node = ("present", *NODE_FIELDS, *(HINT_FIELDS if hints else ()))
+        self.layout = ObsLayout(per_node, cluster.num_nodes, glob, "node")
         self.space = self.layout.space()
         self._sim: Simulator | None = None
         self._rates: dict[int, float] = {}
@@ -223,7 +241,10 @@ class ScaleFreePlacementEncoder(PlacementEncoder):
         n, inv, lay = sim.inventory.num_nodes, sim.inventory, self.layout
         slots, _ = lay.split(obs)
         slots[:, 0] = 1.0
-        slots[:, 1:] = base[: n * len(NODE_FIELDS)].reshape(n, len(NODE_FIELDS))
+        k = 1 + len(NODE_FIELDS)
+        slots[:, 1:k] = base[: n * len(NODE_FIELDS)].reshape(n, len(NODE_FIELDS))
+        if self.hints is not None:
+            slots[:, k:] = self.hints.fields(sim, head, tentative)
         big = int(inv.total.max())
         tau = self._time_scale(sim, big)
         spec, c = sim.jobs[head], lay.global_offset
@@ -251,7 +272,10 @@ def moldable_encoder(config: Any, cluster: ClusterConfig) -> MoldableEncoder:
 def placement_encoder(config: Any, cluster: ClusterConfig) -> PlacementEncoder:
     """The JobPlacement encoder ``config.observation`` names."""
     return make_encoder(
-        config, lambda: PlacementEncoder(cluster), lambda: ScaleFreePlacementEncoder(cluster)
+        config,
+        lambda: PlacementEncoder(cluster),
+        lambda: ScaleFreePlacementEncoder(cluster),
+        lambda: ScaleFreePlacementEncoder(cluster, hints=True),
     )
 
 
