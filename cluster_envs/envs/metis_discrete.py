@@ -65,12 +65,27 @@ class MetisAllocationDiscreteEnv(MetisAllocationEnv):
         sim = self.sim
         if sum(self.pending.tolist()) >= sim.inventory.num_gpus:
             return mask
+        mask[: self.num_slots] = self.pending < self._slot_limits(sim)
+        return mask
+
+    def _slot_limits(self, sim: Any) -> np.ndarray:
+        """``max_gpus`` of each slot's job (-1: empty), kept while the state stays."""
         if self._limits_key != (sim, sim.state_version):  # slots change with the state
             jobs = sim.jobs
             self._limits = np.array([-1 if j is None else jobs[j].max_gpus for j in self.slots])
             self._limits_key = (sim, sim.state_version)
-        mask[: self.num_slots] = self.pending < self._limits
-        return mask
+        return self._limits
+
+    def _allowed(self, a: int) -> bool:
+        """``action_masks()[a]`` (in range) without building the mask."""
+        if a == self.end_action:
+            return True
+        if not 0 <= a < self.num_slots:
+            return False
+        sim = self.sim
+        if sum(self.pending.tolist()) >= sim.inventory.num_gpus:
+            return False
+        return bool(self.pending[a] < self._slot_limits(sim)[a])
 
     def action_for(self, decision: Decision) -> int:
         """The next increment towards ``decision``'s counts, or the end-slice action."""

@@ -202,8 +202,7 @@ class ScaleFreePlacementEncoder(PlacementEncoder):
         self._rates: dict[int, float] = {}
         self._tau_key: tuple[int, float] | None = None
         self._tau = DEFAULT_TIME_SCALE_S
-        # the observation's state part, for (simulator, state version, clock, head job)
-        self._obs_sim: Simulator | None = None
+        # the observation's state part, for (state version, clock, head job) of _sim
         self._obs_key: tuple[int, float, int] | None = None
         self._obs = np.zeros(self.layout.size, dtype=np.float32)
         self._need, self._big_sf = 0, 1
@@ -243,9 +242,9 @@ class ScaleFreePlacementEncoder(PlacementEncoder):
         base = self.default.encode(sim, head, tentative)
         n, lay = sim.inventory.num_nodes, self.layout
         key = (sim.state_version, sim.now_s, head)
-        if sim is not self._obs_sim or key != self._obs_key:
+        if sim is not self._sim or key != self._obs_key:  # (_sim: see _packed_rate)
             self._obs = self._state_part_sf(sim, head, base)
-            self._obs_sim, self._obs_key = sim, key
+            self._obs_key = key
         obs, c, size, fields = self._obs, lay.global_offset, lay.slot_size, len(NODE_FIELDS)
         # the tentative columns: free and tentative fractions (the default's first two)
         obs[1:c:size] = base[0 : n * fields : fields]
