@@ -195,7 +195,7 @@ class MetisEncoder:
         out[1] = state == 1
         out[2] = state == 2
         out[3] = state == 3
-        out[4] = min(sim.num_gpus_held[j] / self.max_gpus, 1.0)
+        out[4] = min(int(sim.num_gpus_held[j]) / self.max_gpus, 1.0)
         out[5] = min(pending / self.max_gpus, 1.0)
         out[9] = norm_time(sim.now_s - spec.submit_time_s)
         out[13] = norm_time(float(sim.attained_gpu_s[j]))
