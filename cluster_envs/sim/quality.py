@@ -109,7 +109,7 @@ class QualityTracker(SimObserver):
         self._terms = (0.0, 0.0, 0.0)
         self._terms_version = -1
         self._q_at: dict[int, tuple[float, float]] = {}  # job -> (fraction, its quality)
-        self._done = (-1, 0.0)  # (jobs finished, their summed final quality)
+        self._done = (-1, 0.0, self.window_area)  # see _out_of_system
 
     def fraction(self, j: int) -> float:
         """Fraction of job ``j``'s training done now (1 once finished)."""
@@ -203,11 +203,11 @@ class QualityTracker(SimObserver):
         return q
 
     def _held(
-        self, current: tuple[list[int], list[float]] | None = None, with_reach: bool = True
+        self, current: tuple[list[int], list[float]] | None = None
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Per job: window area with its last quality held to the window's end, that
         last quality, and the reach times (a job finished within one instant reached its
-        quality at its end; ``with_reach=False``: the stored ones, unfilled)."""
+        quality at its end)."""
         sim = self.sim
         ids, q_now = current if current is not None else self._current()
         finish = sim.finish_s
@@ -215,10 +215,9 @@ class QualityTracker(SimObserver):
         submitted = sim.state != _PENDING  # never submitted: quality 0 throughout
         last_q = np.where(finished, self.final, 0.0)
         last_q[ids] = q_now
-        reach = self.reach_s.copy() if with_reach else self.reach_s
-        if with_reach:
-            fill = finished & np.isnan(reach)
-            reach[fill] = finish[fill]
+        reach = self.reach_s.copy()
+        fill = finished & np.isnan(reach)
+        reach[fill] = finish[fill]
         covered = np.where(finished, finish, sim.now_s)
         held = self.submit + self.settings.window_s - np.maximum(covered, self.submit)
         area = self.window_area.copy()
@@ -230,14 +229,31 @@ class QualityTracker(SimObserver):
         (recomputed only when the simulator's state version moved)."""
         version = self.sim.state_version
         if self._terms_version != version:
-            current = self._current()
-            finished = self.sim.num_finished  # the finished set only grows: its size keys it
-            if self._done[0] != finished or self._terms_version < 0:
-                self._done = (finished, float(self.final[~np.isnan(self.sim.finish_s)].sum()))
-            total = self._done[1] + sum(current[1])
-            auc = float(self._held(current, with_reach=False)[0].sum() / self.settings.window_s)
+            ids, q_now = self._current()
+            finished, window_s = self.sim.num_finished, self.settings.window_s
+            if self._done[0] != finished or self._terms_version < 0:  # the finished set
+                self._done = self._out_of_system(finished)  # only grows: its size keys it
+            # _held()'s area, every job out of the system as kept, those in it now
+            area = self._done[2].copy()
+            window_area, submit, now = self.window_area, self._submit, self.sim.now_s
+            area[ids] = [
+                float(window_area[j]) + q * max(submit[j] + window_s - max(now, submit[j]), 0.0)
+                for j, q in zip(ids, q_now, strict=True)
+            ]
+            total = self._done[1] + sum(q_now)
+            auc = float(area.sum() / window_s)
             self._terms, self._terms_version = (total, self.gap_area, auc), version
         return self._terms
+
+    def _out_of_system(self, finished: int) -> tuple[int, float, np.ndarray]:
+        """``(finished, their summed final quality, _held()'s area with the finished
+        jobs' entries final and the never-submitted ones 0)``."""
+        finish = self.sim.finish_s
+        ended = ~np.isnan(finish)
+        area = self.window_area.copy()
+        held = self.submit + self.settings.window_s - np.maximum(finish, self.submit)
+        area[ended] += (self.final * np.maximum(held, 0.0))[ended]
+        return finished, float(self.final[ended].sum()), area
 
     def projected_auc_job_windows(self) -> float:
         """``quality_auc * n`` if the episode stopped now (every submitted job's current
