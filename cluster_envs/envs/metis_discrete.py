@@ -65,7 +65,7 @@ class MetisAllocationDiscreteEnv(MetisAllocationEnv):
         sim = self.sim
         if sum(self.pending.tolist()) >= sim.inventory.num_gpus:
             return mask
-        mask[: self.num_slots] = self.pending < self._slot_limits(sim)
+        np.less(self.pending, self._slot_limits(sim), out=mask[: self.num_slots])
         return mask
 
     def _slot_limits(self, sim: Any) -> np.ndarray:
