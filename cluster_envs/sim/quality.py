@@ -99,7 +99,6 @@ class QualityTracker(SimObserver):
         self.total = np.array([job.total_iterations for job in sim.jobs])
         # Plain-float copies for the per-job loop of account() (numpy scalars are slow).
         self._final = self.final.tolist()
-        self._total = self.total.tolist()
         self._submit = self.submit.tolist()
         self._target = self.target_fraction.tolist()
         self._reached = [False] * n
@@ -140,16 +139,19 @@ class QualityTracker(SimObserver):
         ids = [*sim.queue, *sim.active]
         if not ids:
             return
-        # One scalar pass in plain floats (the float operations of fraction(j), job by
-        # job): the sums keep their job order.
-        f0s, rates = self._fractions(ids)
-        total = self._total
-        f1s = [min(f0 + r * dt / total[j], 1.0) for j, f0, r in zip(ids, f0s, rates, strict=True)]
+        # Fractions of every job at once (the same float operations as fraction(j)),
+        # then one scalar pass in plain floats: the sums keep their job order.
+        idx = np.array(ids, dtype=np.int64)
+        total = self.total[idx]
+        rate = sim.rate[idx]
+        done = sim.progress[idx] + rate * (sim.now_s - sim.last_update_s[idx])
+        f0s = np.minimum(done / total, 1.0)
+        f1s = np.minimum(f0s + rate * dt / total, 1.0)
         window_s = self.settings.window_s
         curves, final, submit = self.curves, self._final, self._submit
         window_area, target_fraction, reached = self.window_area, self._target, self._reached
         gap = self.gap_area
-        for j, f0, f1 in zip(ids, f0s, f1s, strict=True):
+        for j, f0, f1 in zip(ids, f0s.tolist(), f1s.tolist(), strict=True):
             curve = curves[j]
             if f0 == f1:  # not running: time_integral's flat case, (f0 + f1) / 2 == f0
                 area = dt * self._quality_at(j, f0)
@@ -175,22 +177,10 @@ class QualityTracker(SimObserver):
         ids = [*sim.queue, *sim.active]
         if not ids:
             return ids, []
-        fracs = self._fractions(ids)[0]
+        idx = np.array(ids, dtype=np.int64)
+        done = sim.progress[idx] + sim.rate[idx] * (sim.now_s - sim.last_update_s[idx])
+        fracs = np.minimum(done / self.total[idx], 1.0).tolist()
         return ids, [self._quality_at(j, f) for j, f in zip(ids, fracs, strict=True)]
-
-    def _fractions(self, ids: list[int]) -> tuple[list[float], list[float]]:
-        """Fractions done now and rates of jobs ``ids``: ``min(done / total, 1)`` with
-        ``done = progress + rate * (now - last_update)``, in plain floats (the same
-        operations, in the same order, as on the arrays)."""
-        sim = self.sim
-        progress, rate, last, now, total = (
-            sim.progress, sim.rate, sim.last_update_s, sim.now_s, self._total)  # fmt: skip
-        rates = [float(rate[j]) for j in ids]
-        fracs = [
-            min((float(progress[j]) + r * (now - float(last[j]))) / total[j], 1.0)
-            for j, r in zip(ids, rates, strict=True)
-        ]
-        return fracs, rates
 
     def _quality_at(self, j: int, fraction: float) -> float:
         """``curves[j].quality(fraction)``, kept per job while its fraction stays (a
