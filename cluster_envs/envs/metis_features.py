@@ -275,18 +275,20 @@ class MetisEncoder:
     ) -> tuple[np.ndarray, float, int, bool]:
         """The observation buffer with the slot rows (``counts``: pending GPUs per slot)
         written, the sum of ``est_quality`` over the present slots, their number, and
-        whether the buffer is new. Within one state version the buffer is kept and only
-        the slots whose pending count changed are rewritten (``est_quality`` does not
-        depend on it, so the sum is the one of a full pass)."""
+        whether the buffer is new. Within one state version the buffer is kept and a
+        slot whose pending count changed gets its ``pending_gpus`` rewritten (as
+        :meth:`slot_row` does; ``est_quality`` does not depend on it, so the sum is the
+        one of a full pass)."""
         self._sync_rows(sim)
         size, block = self.slot_size, self._block
         fresh = block is None or block[0] != slots
         if not fresh:
             assert block is not None
             obs, before = block[2], block[1]
+            keep = self._keep[PENDING_INDEX]
             for k, j in enumerate(slots):
                 if j is not None and counts[k] != before[k]:
-                    obs[k * size : (k + 1) * size] = self.slot_row(sim, j, int(counts[k]))
+                    obs[k * size + PENDING_INDEX] = self._pending_feature(counts[k]) * keep
             quality_sum, present = block[3], block[4]
         else:
             obs = np.zeros(self.size, dtype=np.float32)
