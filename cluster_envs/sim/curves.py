@@ -42,16 +42,22 @@ class CurveIntegral:
     def quality(self, fraction: float) -> float:
         """``Q(f)`` with ``f`` clamped to [0, 1]."""
         x = 0.0 if fraction <= 0.0 else (1.0 if fraction >= 1.0 else fraction)
-        k = self._segment(x)
-        f0, f1 = self.f[k], self.f[k + 1]
-        return self.q[k] + (self.q[k + 1] - self.q[k]) * (x - f0) / (f1 - f0)
+        fs, qs = self.f, self.q
+        k = bisect.bisect_right(fs, x) - 1  # _segment(x), inlined (a hot path)
+        if k > self._last:
+            k = self._last
+        f0 = fs[k]
+        return qs[k] + (qs[k + 1] - qs[k]) * (x - f0) / (fs[k + 1] - f0)
 
     def area(self, fraction: float) -> float:
         """``integral of Q over [0, f]`` (exact trapezoids), ``f`` clamped to [0, 1]."""
         x = 0.0 if fraction <= 0.0 else (1.0 if fraction >= 1.0 else fraction)
-        k = self._segment(x)
-        f0, f1, q0 = self.f[k], self.f[k + 1], self.q[k]
-        qx = q0 + (self.q[k + 1] - q0) * (x - f0) / (f1 - f0)
+        fs, qs = self.f, self.q
+        k = bisect.bisect_right(fs, x) - 1  # _segment(x), inlined
+        if k > self._last:
+            k = self._last
+        f0, q0 = fs[k], qs[k]
+        qx = q0 + (qs[k + 1] - q0) * (x - f0) / (fs[k + 1] - f0)
         return self.cum[k] + (x - f0) * (q0 + qx) / 2.0
 
     def time_integral(self, f0: float, f1: float, dt: float) -> float:
