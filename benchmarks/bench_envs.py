@@ -10,10 +10,13 @@ MetisAllocationDiscrete-v0 >= 0.10, JobPlacement-v0 >= 0.25.
 
 ``--before-src DIR`` measures every case a second time, interleaved, on another source
 tree (e.g. ``git archive <rev> | tar -x -C DIR``), so before/after figures share one
-run on a noisy machine.
+run on a noisy machine. ``--pairs N`` (with ``--before-src``) adds a load-robust
+speed-up: two long-lived workers (before, after) on the same core play the same
+``--pair-episodes`` episodes in turn, N times each, and the median of the N after/before
+ratios of adjacent turns is reported (with its quartiles).
 
 Usage: ``.venv/bin/python benchmarks/bench_envs.py [--seconds 10] [--repeats 1]
-[--before-src DIR]``.
+[--before-src DIR] [--pairs N] [--pair-episodes E]``.
 Writes ``benchmarks/results/envs.json`` and ``benchmarks/results/envs.md``.
 """
 
@@ -23,6 +26,7 @@ import argparse
 import json
 import os
 import shlex
+import statistics
 import subprocess
 import sys
 import time
@@ -90,6 +94,69 @@ def measure(env_id: str, preset: str, observation: str, seconds: float) -> dict[
     }
 
 
+def _episodes(env_id: str, preset: str, observation: str, episodes: int) -> None:
+    """Worker: per input line, play episodes 0..E-1 (masked random) and print steps/s."""
+    if hasattr(os, "sched_setaffinity"):
+        os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})
+    import gymnasium as gym
+    import numpy as np
+
+    import cluster_envs  # noqa: F401
+
+    kwargs = {} if observation == "default" else {"observation": observation}
+    env = gym.make(env_id, preset=preset, **kwargs)
+    discrete = isinstance(env.action_space, gym.spaces.Discrete)
+
+    def play() -> float:  # the actions of measure()
+        rng, steps, start = np.random.default_rng(0), 0, time.process_time()
+        env.action_space.seed(0)
+        for episode in range(episodes):
+            _, info = env.reset(seed=episode)
+            done = False
+            while not done:
+                if discrete:
+                    action = int(rng.choice(np.flatnonzero(info["action_mask"])))
+                else:
+                    action = env.action_space.sample()
+                _, _, terminated, truncated, info = env.step(action)
+                steps, done = steps + 1, terminated or truncated
+        return steps / (time.process_time() - start)
+
+    play()  # warm-up (caches of the first episodes, imports)
+    for _ in sys.stdin:
+        print(json.dumps(play()), flush=True)
+
+
+def paired(case: list[str], before_src: str, pairs: int, episodes: int) -> dict[str, float]:
+    """Median after/before ratio of ``pairs`` adjacent turns of two workers (see doc)."""
+
+    def start(src: str | None) -> subprocess.Popen:
+        env = dict(os.environ)
+        if src is not None:
+            env["PYTHONPATH"] = os.pathsep.join([src, env.get("PYTHONPATH", "")])
+        args = [sys.executable, __file__, "--child-episodes", *case, str(episodes)]
+        return subprocess.Popen(
+            args, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env
+        )
+
+    before, after = start(before_src), start(None)
+    ratios = []
+    for k in range(pairs):
+        got = {}
+        for worker in (before, after) if k % 2 == 0 else (after, before):
+            assert worker.stdin is not None and worker.stdout is not None
+            worker.stdin.write("go\n")
+            worker.stdin.flush()
+            got[worker] = json.loads(worker.stdout.readline())
+        ratios.append(got[after] / got[before])
+    for worker in (before, after):
+        assert worker.stdin is not None
+        worker.stdin.close()
+        worker.wait()
+    q1, median, q3 = statistics.quantiles(ratios, n=4) if pairs > 1 else (ratios[0],) * 3
+    return {"median": median, "q1": q1, "q3": q3, "pairs": pairs, "episodes": episodes}
+
+
 def cartpole(seconds: float) -> float:
     """Raw CartPole-v1 steps/s (child process)."""
     if hasattr(os, "sched_setaffinity"):
@@ -124,6 +191,10 @@ def _best(runs: list[dict]) -> dict:
     return max(runs, key=lambda r: r["steps_per_s"])
 
 
+def _fmt_paired(p: dict[str, float]) -> str:
+    return f" {p['median']:.2f}x ({p['q1']:.2f}-{p['q3']:.2f}) |"
+
+
 def _fmt_ratio(ratio: float | None) -> str:
     return "" if ratio is None else f"{ratio:.3f}"
 
@@ -134,17 +205,28 @@ def main() -> None:
     parser.add_argument("--before-src", help="source tree of the code to compare against")
     parser.add_argument("--repeats", type=int, default=1, help="best of this many runs")
     parser.add_argument("--before-label", help="what --before-src holds (e.g. a commit)")
+    parser.add_argument("--pairs", type=int, default=0, help="paired turns per case")
+    parser.add_argument("--pair-episodes", type=int, default=8, help="episodes per turn")
     parser.add_argument("--child", nargs=3, help=argparse.SUPPRESS)
+    parser.add_argument("--child-episodes", nargs=4, help=argparse.SUPPRESS)
     parser.add_argument("--child-cartpole", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
         print(json.dumps(measure(*args.child, args.seconds)))
+        return
+    if args.child_episodes:
+        *case, episodes = args.child_episodes
+        _episodes(*case, int(episodes))
         return
     if args.child_cartpole:
         print(json.dumps({"steps_per_s": cartpole(args.seconds)}))
         return
     if args.before_src and not (Path(args.before_src) / "cluster_envs").is_dir():
         parser.error(f"--before-src {args.before_src}: no cluster_envs package there")
+    if args.pairs < 0 or args.pair_episodes < 1:
+        parser.error("--pairs must be >= 0 and --pair-episodes >= 1")
+    if args.pairs and not args.before_src:
+        parser.error("--pairs needs --before-src (the tree to pair with)")
     secs = ["--seconds", str(args.seconds)]
     repeats = range(args.repeats)
     first = max(_child(["--child-cartpole", *secs])["steps_per_s"] for _ in repeats)
@@ -159,6 +241,9 @@ def main() -> None:
         row = {"env": env_id, "preset": preset, "observation": observation, **_best(runs)}
         if before_runs:
             row["before"] = _best(before_runs)
+        if args.before_src and args.pairs:
+            case = [env_id, preset, observation]
+            row["paired"] = paired(case, args.before_src, args.pairs, args.pair_episodes)
         rows.append(row)
     last = max(_child(["--child-cartpole", *secs])["steps_per_s"] for _ in repeats)
     base = (first + last) / 2
@@ -197,8 +282,10 @@ def main() -> None:
             + ", measured interleaved in this run.",
             "",
             "| env | preset | obs | before steps/s | steps/s | speed-up | steps/s w/o resets"
-            " | steps/episode | before vs CartPole | vs CartPole | target |",
-            "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|",
+            " | steps/episode | before vs CartPole | vs CartPole | target |"
+            + (" paired speed-up (quartiles) |" if args.pairs else ""),
+            "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|"
+            + ("---:|" if args.pairs else ""),
         ]
     else:
         lines += [
@@ -216,6 +303,7 @@ def main() -> None:
                 f"| {name} | {r['preset']} | {r['observation']} | {b['steps_per_s']:,.0f} | "
                 f"{r['steps_per_s']:,.0f} | {r['speedup']:.2f}x | {tail}"
                 f"{b['ratio_to_cartpole']:.3f} | {r['ratio_to_cartpole']:.3f} | {target} |"
+                + (_fmt_paired(r["paired"]) if "paired" in r else "")
             )
         else:
             lines.append(

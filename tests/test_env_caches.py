@@ -29,7 +29,7 @@ CASES = [
         "JobPlacement-v0",
     )
     for obs in ("default", "scale_free")
-]
+] + [("cluster_envs/JobPlacement-v0", "scale_free_hints")]
 
 
 def _uncached(env: ClusterEnvBase) -> Any:

@@ -208,13 +208,19 @@ class ClusterEnvBase(gym.Env):
         if not isinstance(space, gym.spaces.Discrete):
             raise TypeError(f"{type(self).__name__} must override _decode_action for {space}")
         a = discrete_action(action, space)
-        mask = self.action_masks()
-        if 0 <= a < len(mask) and mask[a]:
+        if self._allowed(a):
             return a, False, False
+        mask = self.action_masks()
         wait = self.wait_action
         if wait is not None and mask[wait]:
             return wait, True, False
         return int(np.flatnonzero(mask)[0]), True, True
+
+    def _allowed(self, a: int) -> bool:
+        """Hook: whether Discrete action ``a`` is in range and allowed by the mask now (an
+        env may answer without building the whole mask)."""
+        mask = self.action_masks()
+        return 0 <= a < len(mask) and bool(mask[a])
 
     # ------------------------------------------------------------------ helpers
     def _advance(self, min_one_event: bool) -> Outcome:

@@ -142,6 +142,7 @@ class MetisAllocationEnv(ClusterEnvBase):
             "quality_auc": config.auc_weight,
         }
         self.slots: Slots = [None] * config.num_slots
+        self._slot_ids: tuple[Slots, list[int]] = ([], [])  # slots -> info's slot_job_ids
         self._tracker: QualityTracker | None = None
         self._reward: QualityReward | None = None
         self.num_projected = 0
@@ -228,10 +229,10 @@ class MetisAllocationEnv(ClusterEnvBase):
         return self.encoder.encode(self.sim, self.slots, self._pending())
 
     def _extra_info(self) -> dict[str, Any]:
-        return {
-            "slot_job_ids": [-1 if j is None else j for j in self.slots],
-            "num_projected": self.num_projected,
-        }
+        slots = self.slots
+        if self._slot_ids[0] != slots:
+            self._slot_ids = (list(slots), [-1 if j is None else j for j in slots])
+        return {"slot_job_ids": list(self._slot_ids[1]), "num_projected": self.num_projected}
 
     def episode_metrics(self) -> dict[str, float]:
         """The simulator's metrics plus the quality metrics, for the episode so far."""

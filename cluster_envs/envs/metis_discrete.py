@@ -39,7 +39,8 @@ class MetisAllocationDiscreteEnv(MetisAllocationEnv):
         super().__init__(render_mode, **kwargs)
         self.end_action = self.wait_action = self.num_slots
         self.pending = np.zeros(self.num_slots, dtype=np.int64)
-        self._limits = np.zeros(self.num_slots, dtype=np.int64)  # max_gpus per slot
+        self._limits: list[int] = [-1] * self.num_slots  # max_gpus per slot
+        self._limits_array = np.array(self._limits)  # the same, for the mask
         self._limits_key: tuple[object, int] | None = None
 
     def _make_action_space(self) -> spaces.Space:
@@ -65,12 +66,30 @@ class MetisAllocationDiscreteEnv(MetisAllocationEnv):
         sim = self.sim
         if sum(self.pending.tolist()) >= sim.inventory.num_gpus:
             return mask
+        self._slot_limits(sim)
+        np.less(self.pending, self._limits_array, out=mask[: self.num_slots])
+        return mask
+
+    def _slot_limits(self, sim: Any) -> list[int]:
+        """``max_gpus`` of each slot's job (-1: empty), kept while the state stays."""
         if self._limits_key != (sim, sim.state_version):  # slots change with the state
             jobs = sim.jobs
-            self._limits = np.array([-1 if j is None else jobs[j].max_gpus for j in self.slots])
+            self._limits = [-1 if j is None else jobs[j].max_gpus for j in self.slots]
+            self._limits_array = np.array(self._limits, dtype=np.int64)
             self._limits_key = (sim, sim.state_version)
-        mask[: self.num_slots] = self.pending < self._limits
-        return mask
+        return self._limits
+
+    def _allowed(self, a: int) -> bool:
+        """``action_masks()[a]`` (in range) without building the mask."""
+        if a == self.end_action:
+            return True
+        if not 0 <= a < self.num_slots:
+            return False
+        sim = self.sim
+        pending = self.pending.tolist()
+        if sum(pending) >= sim.inventory.num_gpus:
+            return False
+        return pending[a] < self._slot_limits(sim)[a]
 
     def action_for(self, decision: Decision) -> int:
         """The next increment towards ``decision``'s counts, or the end-slice action."""

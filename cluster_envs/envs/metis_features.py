@@ -195,7 +195,7 @@ class MetisEncoder:
         out[1] = state == 1
         out[2] = state == 2
         out[3] = state == 3
-        out[4] = min(sim.num_gpus_held[j] / self.max_gpus, 1.0)
+        out[4] = min(int(sim.num_gpus_held[j]) / self.max_gpus, 1.0)
         out[5] = min(pending / self.max_gpus, 1.0)
         out[9] = norm_time(sim.now_s - spec.submit_time_s)
         out[13] = norm_time(float(sim.attained_gpu_s[j]))
@@ -271,33 +271,37 @@ class MetisEncoder:
         return row
 
     def _fill_slots(
-        self, sim: Simulator, slots: list[int | None], counts: list[int], obs: np.ndarray
-    ) -> tuple[float, int]:
-        """Write the slot rows (``counts``: pending GPUs per slot) into ``obs``; return
-        the sum of ``est_quality`` over the present slots and their number. Within one
-        state version only the slots whose pending count changed are rewritten
-        (``est_quality`` does not depend on it, so the sum is the one of a full pass)."""
+        self, sim: Simulator, slots: list[int | None], counts: list[int]
+    ) -> tuple[np.ndarray, float, int, bool]:
+        """The observation buffer with the slot rows (``counts``: pending GPUs per slot)
+        written, the sum of ``est_quality`` over the present slots, their number, and
+        whether the buffer is new. Within one state version the buffer is kept and a
+        slot whose pending count changed gets its ``pending_gpus`` rewritten (as
+        :meth:`slot_row` does; ``est_quality`` does not depend on it, so the sum is the
+        one of a full pass)."""
         self._sync_rows(sim)
         size, block = self.slot_size, self._block
-        if block is not None and block[0] == slots:
-            rows, before = block[2], block[1]
+        fresh = block is None or block[0] != slots
+        if not fresh:
+            assert block is not None
+            obs, before = block[2], block[1]
+            keep = self._keep[PENDING_INDEX]
             for k, j in enumerate(slots):
                 if j is not None and counts[k] != before[k]:
-                    rows[k * size : (k + 1) * size] = self.slot_row(sim, j, int(counts[k]))
+                    obs[k * size + PENDING_INDEX] = self._pending_feature(counts[k]) * keep
             quality_sum, present = block[3], block[4]
         else:
-            rows = np.zeros(self.num_slots * size, dtype=np.float32)
+            obs = np.zeros(self.size, dtype=np.float32)
             quality_sum, present = 0.0, 0
             for k, j in enumerate(slots):
                 if j is None:
                     continue
                 row = self.slot_row(sim, j, int(counts[k]))
-                rows[k * size : (k + 1) * size] = row
+                obs[k * size : (k + 1) * size] = row
                 quality_sum += float(row[QUALITY_INDEX])
                 present += 1
-        self._block = (list(slots), counts, rows, quality_sum, present)
-        obs[: rows.size] = rows
-        return quality_sum, present
+        self._block = (list(slots), counts, obs, quality_sum, present)
+        return obs, quality_sum, present, fresh
 
     def _rates(self, sim: Simulator, j: int) -> tuple[float, list[float | None]]:
         """Job ``j``'s profiled rate on 1 GPU and on each FEATURE_GPUS count it allows."""
@@ -309,21 +313,25 @@ class MetisEncoder:
         return cached
 
     def encode(self, sim: Simulator, slots: list[int | None], pending: np.ndarray) -> np.ndarray:
-        """The observation: every slot (``None`` = empty), then the cluster."""
-        obs = np.empty(self.size, dtype=np.float32)  # every entry is written below
+        """The observation: every slot (``None`` = empty), then the cluster (the cluster
+        fields but ``pending_free_fraction`` kept with the slot rows per state version)."""
         counts = pending.tolist()  # integer counts: their sum is exact in any order
-        quality_sum, present = self._fill_slots(sim, slots, counts, obs)
-        inv = sim.inventory
-        num_active = len(sim.active)
-        in_system = len(sim.queue) + num_active
-        beyond = max(in_system - present, 0)
-        obs[self.num_slots * self.slot_size :] = (
-            inv.num_free / inv.num_gpus,
-            max(inv.num_gpus - float(sum(counts)), 0.0) / inv.num_gpus,
-            min(in_system / self.num_slots, 1.0),
-            min(math.log1p(beyond) / math.log1p(10.0 * self.num_slots), 1.0),
-            min(num_active / self.num_slots, 1.0),
-            quality_sum / present if present else 0.0,
-            norm_time(sim.now_s),
-        )
-        return obs
+        obs, quality_sum, present, fresh = self._fill_slots(sim, slots, counts)
+        inv, c = sim.inventory, self.num_slots * self.slot_size
+        pending_free = max(inv.num_gpus - float(sum(counts)), 0.0) / inv.num_gpus
+        if fresh:
+            num_active = len(sim.active)
+            in_system = len(sim.queue) + num_active
+            beyond = max(in_system - present, 0)
+            obs[c:] = (
+                inv.num_free / inv.num_gpus,
+                pending_free,
+                min(in_system / self.num_slots, 1.0),
+                min(math.log1p(beyond) / math.log1p(10.0 * self.num_slots), 1.0),
+                min(num_active / self.num_slots, 1.0),
+                quality_sum / present if present else 0.0,
+                norm_time(sim.now_s),
+            )
+        else:
+            obs[c + 1] = pending_free
+        return obs.copy()

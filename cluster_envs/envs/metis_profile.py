@@ -59,10 +59,11 @@ def profile_job(
     rng = np.random.default_rng([seed, job.job_id, 3])
     speed = max(GPU_SPEED[g.gpu_type] for g in cluster.node_groups)
     network = cluster.inter_node_gbps / REFERENCE_INTER_NODE_GBPS
-    counts = [n for n in PROFILE_GPUS if n <= min(job.max_gpus, cluster.num_gpus)] or [1]
+    top, node_gpus = min(job.max_gpus, cluster.num_gpus), cluster.max_gpus_per_node
+    counts = [n for n in PROFILE_GPUS if n <= top] or [1]
     rows, times = [], []
     for n in counts:
-        rate = job.speed.throughput(packed_shape(n, cluster.max_gpus_per_node), speed, network)
+        rate = job.speed.throughput(packed_shape(n, node_gpus), speed, network)
         noisy = (1.0 / rate) * max(1.0 + noise_std * float(rng.standard_normal()), 0.1)
         rows.append([1.0, 1.0 / n, n - 1.0])
         times.append(noisy)

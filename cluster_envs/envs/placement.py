@@ -135,7 +135,7 @@ class JobPlacementEnv(ClusterEnvBase):
     def _take_action(self, action: int) -> Outcome:
         self._tentative[action] += 1
         head = self._head()
-        if int(np.add.reduce(self._tentative)) < self.sim.jobs[head].num_gpus:
+        if sum(self._tentative.tolist()) < self.sim.jobs[head].num_gpus:
             return DECISION
         placement = make_placement(enumerate(self._tentative.tolist()))
         self._tentative[:] = 0
@@ -150,6 +150,11 @@ class JobPlacementEnv(ClusterEnvBase):
     def _action_mask(self) -> np.ndarray:
         """Nodes that still have a free GPU for the current job."""
         return (self.sim.inventory.free - self._tentative) > 0
+
+    def _allowed(self, a: int) -> bool:
+        """``action_masks()[a]`` (in range) without building the mask."""
+        tentative = self._tentative
+        return 0 <= a < len(tentative) and bool(self.sim.inventory.free[a] > tentative[a])
 
     # ------------------------------------------------------------------ heuristics
     def action_for(self, decision: Decision) -> int:

@@ -45,6 +45,8 @@ JOB_FIELDS = (
     *(f"job.model={m}" for m in MODEL_NAMES),
 )
 CLUSTER_FIELDS = ("queue_length", "free_gpu_fraction")
+#: ``min(count / JOBS_PER_NODE_NORM, 1.0)`` of the counts below the norm (1.0 above).
+_COUNT_FIELD = [min(k / JOBS_PER_NODE_NORM, 1.0) for k in range(int(JOBS_PER_NODE_NORM) + 1)]
 
 
 def placement_layout(num_nodes: int) -> ObsLayout:
@@ -88,17 +90,16 @@ class PlacementEncoder:
         counts = tentative.tolist()
         last = self._last
         if sim is not self._sim or key != self._key or last is None:
-            self._base = self._state_part(sim, head)
+            obs = self._base = self._state_part(sim, head)
             self._sim, self._key = sim, key
-            obs = self._base.copy()
-            inv = sim.inventory
-            spec = sim.jobs[head]
-            nodes = obs[: self._offset].reshape(inv.num_nodes, self.layout.slot_size)
-            nodes[:, 0] = (inv.free - tentative) / inv.total
-            nodes[:, 1] = tentative / spec.num_gpus
+            inv, need = sim.inventory, sim.jobs[head].num_gpus
             free, total = inv.free.tolist(), inv.total.tolist()
-            last = self._last = (counts, obs, free, total, spec.num_gpus)
-        else:  # the same state: (a - b) / c of Python ints rounds as numpy's float64 does
+            # (a - b) / c of Python ints rounds as numpy's float64 does
+            size, c = self.layout.slot_size, self._offset
+            obs[0:c:size] = [(f - t) / n for f, t, n in zip(free, counts, total, strict=True)]
+            obs[1:c:size] = [t / need for t in counts]
+            last = self._last = (counts, obs, free, total, need)
+        else:  # the same state: only the nodes whose tentative count changed
             before, obs, free, total, need = last
             size = self.layout.slot_size
             for k, (now, was) in enumerate(zip(counts, before, strict=True)):
@@ -126,8 +127,9 @@ class PlacementEncoder:
         contention = sim.contention
         if contention.enabled:  # counts / 8: exact in any precision
             size, c = self.layout.slot_size, self._offset
-            obs[4:c:size] = [min(d / JOBS_PER_NODE_NORM, 1.0) for d in contention.distributed_on]
-            obs[5:c:size] = [min(k / JOBS_PER_NODE_NORM, 1.0) for k in contention.num_jobs_on]
+            table, top = _COUNT_FIELD, len(_COUNT_FIELD)
+            obs[4:c:size] = [table[d] if d < top else 1.0 for d in contention.distributed_on]
+            obs[5:c:size] = [table[k] if k < top else 1.0 for k in contention.num_jobs_on]
         c = self._offset
         obs[c + 1] = min(spec.num_gpus / (JOB_GPUS_NORM_NODES * big), 1.0)
         rate = spec.speed.throughput(

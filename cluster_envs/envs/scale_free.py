@@ -26,6 +26,7 @@ from the env config's ``observation`` field.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -87,8 +88,19 @@ def median_runtime_s(remaining_iterations: np.ndarray, rates: np.ndarray) -> flo
     if not ok.any():
         return DEFAULT_TIME_SCALE_S
     secs = remaining_iterations[ok] / rates[ok]
-    tau = float(np.median(secs))
+    tau = _median(secs.tolist())
     return tau if tau > 0 else DEFAULT_TIME_SCALE_S
+
+
+def _median(values: list[float]) -> float:
+    """``float(np.median(values))`` of a non-empty list, without numpy's overhead: the
+    middle value, or the two middle values' sum halved (numpy's mean of two); NaN if any
+    value is NaN."""
+    if any(v != v for v in values):
+        return math.nan
+    values.sort()
+    mid = len(values) // 2
+    return values[mid] if len(values) % 2 else (values[mid - 1] + values[mid]) / 2.0
 
 
 def rel(seconds: float | np.ndarray, tau: float) -> Any:
@@ -208,6 +220,10 @@ class ScaleFreePlacementEncoder(PlacementEncoder):
         self._rates: dict[int, float] = {}
         self._tau_key: tuple[int, float] | None = None
         self._tau = DEFAULT_TIME_SCALE_S
+        # the observation's state part, for (state version, clock, head job) of _sim
+        self._obs_key: tuple[int, float, int] | None = None
+        self._obs = np.zeros(self.layout.size, dtype=np.float32)
+        self._need, self._big_sf = 0, 1
 
     def _packed_rate(self, sim: Simulator, j: int, node_gpus: int) -> float:
         """Iterations/s of job ``j`` packed at its request on the fastest type (cached)."""
@@ -233,22 +249,43 @@ class ScaleFreePlacementEncoder(PlacementEncoder):
         return self._tau
 
     def encode(self, sim: Simulator, head: int | None, tentative: np.ndarray) -> np.ndarray:
-        """The observation while job ``head`` (None: none) has ``tentative`` GPUs per node."""
-        obs = np.zeros(self.layout.size, dtype=np.float32)
+        """The observation while job ``head`` (None: none) has ``tentative`` GPUs per node.
+
+        The fields that do not depend on the tentative GPUs are computed once per
+        simulator state and head job (as the default encoder's); a step that places one
+        more GPU rewrites the two tentative node columns and ``gpus_left``.
+        """
         if head is None:
-            return obs
+            return np.zeros(self.layout.size, dtype=np.float32)
         base = self.default.encode(sim, head, tentative)
+        n, lay = sim.inventory.num_nodes, self.layout
+        key = (sim.state_version, sim.now_s, head)
+        if sim is not self._sim or key != self._obs_key:  # (_sim: see _packed_rate)
+            self._obs = self._state_part_sf(sim, head, base)
+            self._obs_key = key
+        obs, c, size, fields = self._obs, lay.global_offset, lay.slot_size, len(NODE_FIELDS)
+        # the tentative columns: free and tentative fractions (the default's first two)
+        obs[1:c:size] = base[0 : n * fields : fields]
+        obs[2:c:size] = base[1 : n * fields : fields]
+        left = self._need - sum(tentative.tolist())
+        obs[c] = in_nodes(left, self._big_sf)
+        if self.hints is not None:  # the hints follow the tentative GPUs: every step
+            slots, _ = lay.split(obs)
+            slots[:, 1 + fields :] = self.hints.fields(sim, head, tentative)
+        return obs.copy()
+
+    def _state_part_sf(self, sim: Simulator, head: int, base: np.ndarray) -> np.ndarray:
+        """The observation's fields that do not depend on the tentative GPUs."""
+        obs = np.zeros(self.layout.size, dtype=np.float32)
         n, inv, lay = sim.inventory.num_nodes, sim.inventory, self.layout
         slots, _ = lay.split(obs)
         slots[:, 0] = 1.0
         k = 1 + len(NODE_FIELDS)
         slots[:, 1:k] = base[: n * len(NODE_FIELDS)].reshape(n, len(NODE_FIELDS))
-        if self.hints is not None:
-            slots[:, k:] = self.hints.fields(sim, head, tentative)
-        big = int(inv.total.max())
+        big = self._big_sf = int(inv.total.max())
         tau = self._time_scale(sim, big)
         spec, c = sim.jobs[head], lay.global_offset
-        obs[c] = in_nodes(spec.num_gpus - int(np.add.reduce(tentative)), big)
+        self._need = spec.num_gpus
         obs[c + 1] = in_nodes(spec.num_gpus, big)
         left = sim.estimator.remaining(head)
         obs[c + 2] = rel(left / self._packed_rate(sim, head, big), tau)

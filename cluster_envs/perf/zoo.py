@@ -130,8 +130,9 @@ def speed_model(name: str, batch_size: int) -> PolluxThroughput:
     return get_model(name).throughput.with_batch_size(int(batch_size))
 
 
+@lru_cache(maxsize=4096)
 def iterations_to_complete(name: str, batch_size: int) -> float:
-    """Iterations of a full run (the model's ``epochs``) at global ``batch_size``.
+    """Iterations of a full run (the model's ``epochs``) at global ``batch_size`` (cached).
 
     Between profiled batch sizes: linear interpolation of ``log(iterations)`` in
     ``log(batch)``, from the last row of each real ``validation-<B>.csv`` run. Below the

@@ -196,8 +196,10 @@ class AllocationState:
             min_gpus=dict(zip(ids, low, strict=True)),
             max_gpus=dict(zip(ids, high, strict=True)),
         )
-        # The cached properties, computed as they would be (at once, without their locks).
-        counts = {j: sum(g for _, g in placement[j]) for j in ids}
+        # The cached properties, computed as they would be (at once, without their locks):
+        # a job's held GPUs are the sum of its placement (the simulator keeps both).
+        held = sim.num_gpus_held[np.array(ids, dtype=np.int64)].tolist()
+        counts = dict(zip(ids, held, strict=True))
         capacity = int(state.free.sum()) + sum(counts.values())
         vars(state).update(counts=counts, capacity=capacity, _bounds=(low, high))
         return state

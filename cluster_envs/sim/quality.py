@@ -30,16 +30,19 @@ Metrics (:func:`quality_metrics`), times from the workload's first submission:
 
 from __future__ import annotations
 
-import bisect
 import math
 from dataclasses import dataclass
-from functools import lru_cache
 from typing import TYPE_CHECKING
 
 import numpy as np
 
 from cluster_envs.errors import ConfigError
-from cluster_envs.perf.quality import QualityCurve
+from cluster_envs.sim.curves import (
+    LINEAR_QUALITY,
+    MIN_FRACTION_SPAN,
+    CurveIntegral,
+    curve_integral,
+)
 from cluster_envs.sim.observers import SimObserver
 from cluster_envs.types import JobState
 
@@ -50,10 +53,6 @@ if TYPE_CHECKING:
 QUALITY_WINDOW_S = 3600.0
 #: A job is "within 5 % of its final quality" at this fraction of it.
 QUALITY_THRESHOLD = 0.95
-#: Fraction spans shorter than this are integrated at their midpoint (float safety).
-MIN_FRACTION_SPAN = 1e-12
-#: Quality curve of jobs whose model has none (quality = fraction of training done).
-LINEAR_QUALITY = QualityCurve((0.0, 1.0), (0.0, 1.0))
 _HOUR_S = 3600.0
 _PENDING = int(JobState.PENDING)
 
@@ -75,68 +74,6 @@ class QualitySettings:
             raise ConfigError(f"quality window_s must be finite and > 0, got {self.window_s}")
         if not 0 < self.threshold <= 1:
             raise ConfigError(f"quality threshold must lie in (0, 1], got {self.threshold}")
-
-
-class CurveIntegral:
-    """A piecewise-linear quality curve with its exact antiderivative and inverse.
-
-    Scalar evaluation in plain Python (bisection over the breakpoints): this runs for
-    every job at every simulator event, where numpy's per-call overhead would dominate.
-    """
-
-    def __init__(self, curve: QualityCurve) -> None:
-        self.f = [float(x) for x in curve.fractions]
-        self.q = [float(x) for x in curve.qualities]
-        self.cum = [0.0]
-        for k in range(len(self.f) - 1):
-            self.cum.append(
-                self.cum[-1] + (self.f[k + 1] - self.f[k]) * (self.q[k + 1] + self.q[k]) / 2
-            )
-        self.final = self.q[-1]
-        self._last = len(self.f) - 2
-
-    def _segment(self, x: float) -> int:
-        return min(bisect.bisect_right(self.f, x) - 1, self._last)
-
-    def quality(self, fraction: float) -> float:
-        """``Q(f)`` with ``f`` clamped to [0, 1]."""
-        x = 0.0 if fraction <= 0.0 else (1.0 if fraction >= 1.0 else fraction)
-        k = self._segment(x)
-        f0, f1 = self.f[k], self.f[k + 1]
-        return self.q[k] + (self.q[k + 1] - self.q[k]) * (x - f0) / (f1 - f0)
-
-    def area(self, fraction: float) -> float:
-        """``integral of Q over [0, f]`` (exact trapezoids), ``f`` clamped to [0, 1]."""
-        x = 0.0 if fraction <= 0.0 else (1.0 if fraction >= 1.0 else fraction)
-        k = self._segment(x)
-        f0, f1, q0 = self.f[k], self.f[k + 1], self.q[k]
-        qx = q0 + (self.q[k + 1] - q0) * (x - f0) / (f1 - f0)
-        return self.cum[k] + (x - f0) * (q0 + qx) / 2.0
-
-    def time_integral(self, f0: float, f1: float, dt: float) -> float:
-        """``integral of Q(f(t)) dt`` over ``dt`` seconds with ``f`` linear from f0 to f1."""
-        if abs(f1 - f0) < MIN_FRACTION_SPAN:
-            return dt * self.quality((f0 + f1) / 2.0)
-        return dt * (self.area(f1) - self.area(f0)) / (f1 - f0)
-
-    def first_fraction(self, quality: float) -> float:
-        """The smallest fraction with ``Q(f) >= quality`` (1.0 if none reaches it)."""
-        for k, q in enumerate(self.q):
-            if q >= quality:
-                if k == 0:
-                    return 0.0
-                f0, f1, q0 = self.f[k - 1], self.f[k], self.q[k - 1]
-                return f0 + (f1 - f0) * (quality - q0) / (q - q0)
-        return 1.0
-
-
-@lru_cache(maxsize=64)
-def curve_integral(model: str) -> CurveIntegral:
-    """The :class:`CurveIntegral` of a zoo model (``Q(f) = f`` for other models)."""
-    from cluster_envs.perf import zoo
-
-    curve = zoo.quality_curve(model) if model in zoo.ZOO_MODELS else LINEAR_QUALITY
-    return CurveIntegral(curve)
 
 
 class QualityTracker(SimObserver):
@@ -170,6 +107,8 @@ class QualityTracker(SimObserver):
         self.gap_area = 0.0
         self._terms = (0.0, 0.0, 0.0)
         self._terms_version = -1
+        self._q_at: dict[int, tuple[float, float]] = {}  # job -> (fraction, its quality)
+        self._done = (-1, 0.0, self.window_area)  # see _out_of_system
 
     def fraction(self, j: int) -> float:
         """Fraction of job ``j``'s training done now (1 once finished)."""
@@ -215,7 +154,7 @@ class QualityTracker(SimObserver):
         for j, f0, f1 in zip(ids, f0s.tolist(), f1s.tolist(), strict=True):
             curve = curves[j]
             if f0 == f1:  # not running: time_integral's flat case, (f0 + f1) / 2 == f0
-                area = dt * curve.quality(f0)
+                area = dt * self._quality_at(j, f0)
             else:
                 area = curve.time_integral(f0, f1, dt)
             gap += final[j] * dt - area
@@ -241,8 +180,17 @@ class QualityTracker(SimObserver):
         idx = np.array(ids, dtype=np.int64)
         done = sim.progress[idx] + sim.rate[idx] * (sim.now_s - sim.last_update_s[idx])
         fracs = np.minimum(done / self.total[idx], 1.0).tolist()
-        curves = self.curves
-        return ids, [curves[j].quality(f) for j, f in zip(ids, fracs, strict=True)]
+        return ids, [self._quality_at(j, f) for j, f in zip(ids, fracs, strict=True)]
+
+    def _quality_at(self, j: int, fraction: float) -> float:
+        """``curves[j].quality(fraction)``, kept per job while its fraction stays (a
+        queued job's, across events)."""
+        hit = self._q_at.get(j)
+        if hit is not None and hit[0] == fraction:
+            return hit[1]
+        q = self.curves[j].quality(fraction)
+        self._q_at[j] = (fraction, q)
+        return q
 
     def _held(
         self, current: tuple[list[int], list[float]] | None = None
@@ -271,12 +219,31 @@ class QualityTracker(SimObserver):
         (recomputed only when the simulator's state version moved)."""
         version = self.sim.state_version
         if self._terms_version != version:
-            current = self._current()
-            done = float(self.final[~np.isnan(self.sim.finish_s)].sum())
-            total = done + sum(current[1])
-            auc = float(self._held(current)[0].sum() / self.settings.window_s)
+            ids, q_now = self._current()
+            finished, window_s = self.sim.num_finished, self.settings.window_s
+            if self._done[0] != finished or self._terms_version < 0:  # the finished set
+                self._done = self._out_of_system(finished)  # only grows: its size keys it
+            # _held()'s area, every job out of the system as kept, those in it now
+            area = self._done[2].copy()
+            window_area, submit, now = self.window_area, self._submit, self.sim.now_s
+            area[ids] = [
+                float(window_area[j]) + q * max(submit[j] + window_s - max(now, submit[j]), 0.0)
+                for j, q in zip(ids, q_now, strict=True)
+            ]
+            total = self._done[1] + sum(q_now)
+            auc = float(area.sum() / window_s)
             self._terms, self._terms_version = (total, self.gap_area, auc), version
         return self._terms
+
+    def _out_of_system(self, finished: int) -> tuple[int, float, np.ndarray]:
+        """``(finished, their summed final quality, _held()'s area with the finished
+        jobs' entries final and the never-submitted ones 0)``."""
+        finish = self.sim.finish_s
+        ended = ~np.isnan(finish)
+        area = self.window_area.copy()
+        held = self.submit + self.settings.window_s - np.maximum(finish, self.submit)
+        area[ended] += (self.final * np.maximum(held, 0.0))[ended]
+        return finished, float(self.final[ended].sum()), area
 
     def projected_auc_job_windows(self) -> float:
         """``quality_auc * n`` if the episode stopped now (every submitted job's current
@@ -338,6 +305,8 @@ def quality_metrics(sim: Simulator) -> dict[str, float]:
 
 
 __all__ = [
+    "LINEAR_QUALITY",
+    "MIN_FRACTION_SPAN",
     "QUALITY_THRESHOLD",
     "QUALITY_WINDOW_S",
     "CurveIntegral",
