@@ -71,6 +71,8 @@ BENCH = ["benchmark", "--env", "MoldableScheduling-v0", "--policies", "fifo", "-
         ([*BENCH[:-1], "5-1"], ["bad seeds", "runs backwards"]),
         ([*BENCH[:-1], "0-a"], ["bad seeds"]),
         (["benchmark", "--suite", "defualt"], ["did you mean 'default'"]),
+        ([*BENCH, "--workload", "synthetic-61/test"], ["unknown workload family", "synthetic-64"]),
+        ([*BENCH, "--workload", "synthetic-64/tset"], ["unknown split 'tset'", "'test'"]),
         (["benchmark", "--bogus"], ["unrecognized arguments"]),
         (["train", "--algo", "ppo", "--out", "x", "--n-envs", "0"], ["--n-envs", ">= 1"]),
         (["train", "--algo", "pp", "--out", "NEW_DIR"], ["did you mean 'ppo'"]),

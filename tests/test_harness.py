@@ -191,3 +191,24 @@ def test_cell_details_feed_the_plots() -> None:
             range(int(row["metrics"]["num_jobs"]))
         )
         assert len(details["timeline"]["time_s"]) > 1
+
+
+def test_family_split_workloads_run_the_family_as_the_env_does(tmp_path: Path) -> None:
+    """``--workload FAMILY/SPLIT`` plays that family's split: the rows equal episodes of
+    ``gym.make(env, family=..., split=...)`` under the same heuristic and seed."""
+    import gymnasium as gym
+
+    from cluster_envs.envs.rollout import HeuristicAgent, rollout
+
+    out = tmp_path / "fam"
+    args = ["benchmark", "--env", "JobPlacement-v0", "--policies", "fifo", "--seeds", "100",
+            "--workload", "synthetic-16/test,synthetic-16/validation", "--out", str(out),
+            "--no-plots", "--no-progress"]  # fmt: skip
+    assert main(args) == 0
+    rows = json.loads((out / "results.json").read_text())["rows"]
+    by_workload = {r["workload"]: r["metrics"]["avg_jct_s"] for r in rows}
+    assert set(by_workload) == {"synthetic-16/test", "synthetic-16/validation"}
+    assert by_workload["synthetic-16/test"] != by_workload["synthetic-16/validation"]
+    env = gym.make("cluster_envs/JobPlacement-v0", family="synthetic-16", split="test")
+    expected = rollout(env, HeuristicAgent("fifo"), 100).metrics["avg_jct_s"]
+    assert by_workload["synthetic-16/test"] == expected

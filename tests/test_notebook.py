@@ -3,6 +3,7 @@ public API only, and compares the agents with the strongest heuristics of every 
 
 from __future__ import annotations
 
+import json
 import os
 import re
 from pathlib import Path
@@ -56,3 +57,9 @@ def test_notebook_executes(tmp_path: Path) -> None:
     images = [o for o in outputs if "image/png" in o.get("data", {})]
     assert len(images) >= 2  # the moldable and Metis bar charts
     assert (tmp_path / "runs" / "notebook" / "moldable" / "results.json").is_file()
+    # the generalist placement agent next to the heuristics on a family's test split
+    family = tmp_path / "runs" / "notebook" / "placement-family" / "results.json"
+    rows = json.loads(family.read_text())["rows"]
+    assert {r["workload"] for r in rows} == {"alibaba/test"}
+    assert "pretrained:JobPlacement-v0" in {r["policy"] for r in rows}
+    assert all(r["status"] == "ok" for r in rows)

@@ -29,7 +29,8 @@ def _add(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--workload",
         default="default",
-        help="env presets, comma-separated (default, toy, pollux, philly, ...)",
+        help="env presets or FAMILY/SPLIT workload families (e.g. synthetic-256/test), "
+        "comma-separated (default, toy, pollux, philly, ...)",
     )
     p.add_argument(
         "--trace", action="append", default=[], help="trace file(s): repeat or comma-separate"
@@ -75,12 +76,22 @@ def _base_kwargs(args: argparse.Namespace) -> dict[str, Any]:
     return base
 
 
+def _workload_kwargs(name: str) -> dict[str, Any]:
+    """``preset=name``, or for ``FAMILY/SPLIT`` (``synthetic-256/test``) the family's split."""
+    if "/" not in name:
+        return {"preset": name}
+    from cluster_envs.workload.families import check_split, get_family
+
+    family, _, split = name.partition("/")
+    return {"family": get_family(family).name, "split": check_split(split)}
+
+
 def _workloads(args: argparse.Namespace) -> dict[str, dict[str, Any]]:
     """Workload name -> env kwargs, from ``--workload`` presets and ``--trace`` files."""
     base = _base_kwargs(args)
     workloads = {}
     for name in comma_list(args.workload, "--workload"):
-        workloads[name] = {**base, "preset": name}
+        workloads[name] = {**base, **_workload_kwargs(name)}
     for trace in comma_lists(args.trace, "--trace"):
         if not Path(trace).exists():
             raise ConfigError(f"trace file {trace!r} does not exist")
