@@ -16,6 +16,7 @@ import numpy as np
 from cluster_envs.config import ClusterConfig, SimConfig, get_cluster, sim_config
 from cluster_envs.sim.apply import validate_decision
 from cluster_envs.sim.checks import check_invariants, check_workload
+from cluster_envs.sim.columns import job_column, per_job
 from cluster_envs.sim.contention import Contention
 from cluster_envs.sim.estimate import WorkEstimator
 from cluster_envs.sim.events import EV_COMPLETE, EV_RESCALED, EventQueue
@@ -63,7 +64,8 @@ class Simulator(SimulatorState):
     ) -> None:
         self._cluster = get_cluster(cluster)
         self._config = sim_config(config)
-        self._jobs: tuple[JobSpec, ...] = tuple(jobs)
+        # A lazy job table stays one (jobs built as they are indexed); else a tuple.
+        self._jobs: Sequence[JobSpec] = jobs if hasattr(jobs, "column") else tuple(jobs)
         self._inventory = GpuInventory(self._cluster)
         check_workload(self._jobs, self._cluster, self._inventory.num_gpus)
         n = len(self._jobs)
@@ -77,10 +79,10 @@ class Simulator(SimulatorState):
         self._num_restarts = np.zeros(n, dtype=np.int64)
         self._num_gpus_held = np.zeros(n, dtype=np.int64)
         self._held_since_s = np.zeros(n)
-        self._batch_size = np.array([job.batch_size for job in self._jobs], dtype=np.int64)
+        self._batch_size = np.array(job_column(self._jobs, "batch_size", np.int64))
         self._placement: list[Placement] = [()] * n
         # Jobs whose rate depends on progress (adaptive batch size): never cached.
-        self._goodput = [hasattr(job.speed, "goodput_rate") for job in self._jobs]
+        self._goodput = per_job(self._jobs, lambda job: hasattr(job.speed, "goodput_rate"))
         self._queue: dict[int, None] = {}  # insertion-ordered set, submission order
         self._active: dict[int, None] = {}  # running or rescaling, start order
         self._ids: tuple[tuple[int, ...], tuple[int, ...]] | None = None  # both, as tuples
@@ -89,7 +91,7 @@ class Simulator(SimulatorState):
         self._num_arrived = 0
         self._num_events = 0
         self._state_version = 0
-        self._events = EventQueue(np.fromiter((j.submit_time_s for j in self._jobs), float, n))
+        self._events = EventQueue(job_column(self._jobs, "submit_time_s"))
         self._contention = Contention(
             self._inventory.num_nodes, self._config.link_contention, self._config.node_interference
         )
@@ -324,10 +326,15 @@ class Simulator(SimulatorState):
         Never call it on the simulator an env or runner is driving."""
         ids = np.array([*self._queue, *self._active], dtype=np.int64)
         totals = self._estimator.freeze(ids)
-        jobs = list(self._jobs)
-        for j, total in zip(ids, totals, strict=True):
-            jobs[j] = replace(jobs[j], total_iterations=max(float(total), 1e-9))
-        self._jobs = tuple(jobs)
+        frozen = {
+            int(j): replace(self._jobs[j], total_iterations=max(float(total), 1e-9))
+            for j, total in zip(ids, totals, strict=True)
+        }
+        replace_jobs = getattr(self._jobs, "replace_jobs", None)
+        if replace_jobs is not None:  # a lazy table: the same jobs, these replaced
+            self._jobs = replace_jobs(frozen)
+        else:
+            self._jobs = tuple(frozen.get(j, job) for j, job in enumerate(self._jobs))
         dropped = self._events.drop_arrivals()
         for j in self._active:
             if self._state[j] == _RUNNING:

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from cluster_envs.sim.columns import job_column, per_job
 from cluster_envs.sim.readonly import ContentionView, InventoryView, ListView, frozen, read_only
 from cluster_envs.sim.view import JobTable
 from cluster_envs.types import JobState
@@ -58,7 +59,7 @@ class SimulatorState:
     _active: dict[int, None]
     _inventory: GpuInventory
     _contention: Contention
-    _jobs: tuple[JobSpec, ...]
+    _jobs: Sequence[JobSpec]
     _now_s: float
     _state: np.ndarray
     _progress: np.ndarray
@@ -73,7 +74,9 @@ class SimulatorState:
 
     cluster: ClusterConfig = read_only("_cluster", "The cluster configuration.")
     config: SimConfig = read_only("_config", "The simulator settings.")
-    jobs: tuple[JobSpec, ...] = read_only("_jobs", "The workload's jobs, by job id.")
+    jobs: Sequence[JobSpec] = read_only(
+        "_jobs", "The workload's jobs, by job id (a tuple, or a lazy table of a large trace)."
+    )
     seed: int = read_only("_seed", "The simulation's seed.")
     inventory: InventoryView = read_only("_inventory_ro", "Free/total GPUs per node.")
     contention: ContentionView = read_only("_contention_ro", "Jobs sharing nodes and links.")
@@ -175,14 +178,12 @@ class SimulatorState:
         spec = self.__dict__.get("_spec_table")
         if spec is None:
             jobs, n = self._jobs, len(self._jobs)
+            ints = [job_column(jobs, name, np.int64) for name in _SPEC_INTS]
             spec = {
-                "submit_time_s": np.fromiter((job.submit_time_s for job in jobs), float, n),
-                "ints": np.array(
-                    [[getattr(job, name) for job in jobs] for name in _SPEC_INTS],
-                    dtype=np.int64,
-                ).reshape(len(_SPEC_INTS), n),
-                "model": [job.model for job in jobs],
-                "speed": [job.speed for job in jobs],
+                "submit_time_s": np.array(job_column(jobs, "submit_time_s")),
+                "ints": np.array(ints, dtype=np.int64).reshape(len(_SPEC_INTS), n),
+                "model": per_job(jobs, lambda job: job.model),
+                "speed": per_job(jobs, lambda job: job.speed),
             }
             self._spec_table = spec
         return spec
