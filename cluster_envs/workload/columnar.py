@@ -51,7 +51,7 @@ def arrow_on_malloc() -> Iterator[None]:
     remember theirs), so only this parse uses the system allocator.
     """
     try:
-        import pyarrow as pa
+        import pyarrow as pa  # type: ignore[import-untyped]
     except ImportError:  # pandas then keeps strings as Python objects
         yield
         return
