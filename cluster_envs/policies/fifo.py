@@ -48,15 +48,14 @@ class FifoScheduler:
         actions = []
         placer = self.placement
         # The consolidated placement reads no job status: read only the GPUs asked for.
-        direct = type(placer) is ConsolidatedPlacement
+        direct = isinstance(placer, ConsolidatedPlacement) and type(placer) is ConsolidatedPlacement
         for job_id in view.queued_ids:
             placement = None
             if direct:
                 asked = view.requested_gpus(job_id)
                 if asked <= left:
-                    placement = consolidate(
-                        free, view.node_speed, asked, placer.strategy, placer.prefer_fast
-                    )
+                    strategy, fast = placer.strategy, placer.prefer_fast  # type: ignore[attr-defined]
+                    placement = consolidate(free, view.node_speed, asked, strategy, fast)
             else:
                 job = view.job(job_id)
                 if job.num_gpus <= left:

@@ -7,9 +7,9 @@ from typing import TYPE_CHECKING
 from cluster_envs.errors import ConfigError
 
 if TYPE_CHECKING:
+    from cluster_envs.perf.speed import SpeedModel
     from cluster_envs.sim.contention import Contention
     from cluster_envs.sim.inventory import GpuInventory
-    from cluster_envs.perf.speed import SpeedModel
     from cluster_envs.types import Placement
 
 
@@ -74,7 +74,12 @@ class RateModel:
         return found
 
     def _rate(
-        self, j: int, speed: SpeedModel, placement: Placement, compute_div: float, network_div: float
+        self,
+        j: int,
+        speed: SpeedModel,
+        placement: Placement,
+        compute_div: float,
+        network_div: float,
     ) -> float:
         shape, slowest = self._shape_and_speed(placement)
         compute = slowest / compute_div

@@ -195,7 +195,7 @@ class SimulatorState:
     def requested_gpus(self, j: int) -> int:
         """``job_status(j).num_gpus`` without building the status (nor syncing the job)."""
         state = self._state[j]
-        if state == _PENDING or state == _FINISHED:
+        if state in (_PENDING, _FINISHED):
             self.job_status(j)  # raises its KeyError
         return int(self._asked[j])
 
