@@ -7,7 +7,8 @@ same float operations, elementwise), and :func:`make_jobs` gives exactly the job
 ``JobFactory.make_all(records.rows())`` (it shares the factory's private caches and RNG
 streams, drawn in the same order): where it cannot vectorise (HPC records, the
 ``sampled`` batch rule, adaptive batch sizes, records without duration and model) it
-takes that very path.
+takes that very path. Vectorised, a large trace's jobs stay a lazy columnar table
+(:class:`~cluster_envs.workload.lazy.LazyJobs`): each job is built when first indexed.
 """
 
 from __future__ import annotations
