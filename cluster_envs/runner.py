@@ -16,6 +16,7 @@ from cluster_envs.config import ClusterConfig, SimConfig, sim_config
 from cluster_envs.driver import EpisodeDriver, SimulationStalledError
 from cluster_envs.policies.base import SchedulingPolicy
 from cluster_envs.policies.registry import make_policy
+from cluster_envs.sim.columns import job_column
 from cluster_envs.sim.engine import Simulator
 from cluster_envs.sim.metrics import compute_metrics
 from cluster_envs.sim.quality import QualitySettings, quality_metrics, track_quality
@@ -47,10 +48,10 @@ class EpisodeResult:
 def _job_table(sim: Simulator) -> dict[str, np.ndarray]:
     return {
         "job_id": np.arange(len(sim.jobs)),
-        "submit_time_s": np.fromiter((j.submit_time_s for j in sim.jobs), float, len(sim.jobs)),
+        "submit_time_s": np.array(job_column(sim.jobs, "submit_time_s")),
         "first_start_s": sim.first_start_s.copy(),
         "finish_s": sim.finish_s.copy(),
-        "num_gpus": np.fromiter((j.num_gpus for j in sim.jobs), np.int64, len(sim.jobs)),
+        "num_gpus": np.array(job_column(sim.jobs, "num_gpus", np.int64)),
         "num_restarts": sim.num_restarts.copy(),
     }
 

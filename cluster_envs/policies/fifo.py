@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from cluster_envs.policies.base import PlacementPolicy
-from cluster_envs.policies.placement import ConsolidatedPlacement
+from cluster_envs.policies.placement import ConsolidatedPlacement, consolidate
 from cluster_envs.sim.view import ClusterView
 from cluster_envs.types import NO_DECISION, Allocate, Decision
 
@@ -46,11 +46,20 @@ class FifoScheduler:
         free = view.free_gpus.copy()
         left = int(free.sum())  # free GPUs, kept as an int (no array reduction per job)
         actions = []
+        placer = self.placement
+        # The consolidated placement reads no job status: read only the GPUs asked for.
+        direct = isinstance(placer, ConsolidatedPlacement) and type(placer) is ConsolidatedPlacement
         for job_id in view.queued_ids:
-            job = view.job(job_id)
             placement = None
-            if job.num_gpus <= left:
-                placement = self.placement.place(view, job, job.num_gpus, free)
+            if direct:
+                asked = view.requested_gpus(job_id)
+                if asked <= left:
+                    strategy, fast = placer.strategy, placer.prefer_fast  # type: ignore[attr-defined]
+                    placement = consolidate(free, view.node_speed, asked, strategy, fast)
+            else:
+                job = view.job(job_id)
+                if job.num_gpus <= left:
+                    placement = placer.place(view, job, job.num_gpus, free)
             if placement is None:
                 if self.strict:
                     break

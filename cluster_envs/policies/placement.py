@@ -125,6 +125,19 @@ def consolidate(
     return _consolidate_array(free, node_speed, num_gpus, strategy, prefer_fast, split)
 
 
+#: (node_speed array, its nodes grouped by speed, fastest first): the last array asked.
+_BY_SPEED: list[Any] = [None, ()]
+
+
+def _nodes_by_speed(node_speed: np.ndarray) -> tuple[np.ndarray, ...]:
+    """Node ids of each GPU speed, fastest first (kept for a read-only array that owns
+    its data: a view's ``node_speed``)."""
+    if _BY_SPEED[0] is not node_speed or node_speed.flags.writeable or node_speed.base is not None:
+        speeds = np.unique(node_speed)[::-1]
+        _BY_SPEED[:] = node_speed, tuple(np.flatnonzero(node_speed == s) for s in speeds)
+    return _BY_SPEED[1]
+
+
 def _consolidate_array(
     free: np.ndarray,
     node_speed: np.ndarray,
@@ -134,6 +147,13 @@ def _consolidate_array(
     split: str,
 ) -> Placement | None:
     """:func:`consolidate` in numpy (the large-cluster path)."""
+    if strategy == "first-fit" and prefer_fast:
+        # The lowest fitting node of the fastest speed that has one (the rule below).
+        for nodes in _nodes_by_speed(node_speed):
+            fitting = free[nodes] >= num_gpus
+            first = int(fitting.argmax())
+            if fitting[first]:
+                return ((int(nodes[first]), int(num_gpus)),)
     fits = np.flatnonzero(free >= num_gpus)
     if fits.size:
         if prefer_fast:

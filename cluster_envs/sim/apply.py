@@ -57,6 +57,9 @@ def _check_placement(sim: Simulator, j: int, placement: Placement, free: np.ndar
         if gpus > free[node]:
             raise _fail(j, f"node {node} has {int(free[node])} free GPUs, placement asks {gpus}")
         total += int(gpus)
+    column = getattr(sim.jobs, "column", None)  # a lazy table: read, don't build the job
+    if column is not None and column("min_gpus")[j] <= total <= column("max_gpus")[j]:
+        return
     spec = sim.jobs[j]
     if not spec.min_gpus <= total <= spec.max_gpus:
         allowed = (

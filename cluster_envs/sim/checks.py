@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from cluster_envs.errors import ConfigError
+from cluster_envs.sim.columns import job_column
 from cluster_envs.types import JobState
 
 if TYPE_CHECKING:
@@ -22,14 +23,23 @@ def check_workload(jobs: Sequence[JobSpec], cluster: ClusterConfig, num_gpus: in
     Raises:
         ConfigError: Naming the job and the problem.
     """
+    if hasattr(jobs, "column"):  # a lazy table: ids are 0..n-1 by construction
+        too_big = job_column(jobs, "min_gpus", np.int64) > num_gpus
+        if too_big.any():
+            _too_big(jobs[int(np.argmax(too_big))], cluster, num_gpus)
+        return
     for i, job in enumerate(jobs):
         if job.job_id != i:
             raise ConfigError(f"job {job.name!r} has job_id {job.job_id}, expected {i}")
         if job.min_gpus > num_gpus:
-            raise ConfigError(
-                f"job {job.job_id} ({job.name!r}) needs at least {job.min_gpus} GPUs but "
-                f"cluster {cluster.name!r} has only {num_gpus}"
-            )
+            _too_big(job, cluster, num_gpus)
+
+
+def _too_big(job: JobSpec, cluster: ClusterConfig, num_gpus: int) -> None:
+    raise ConfigError(
+        f"job {job.job_id} ({job.name!r}) needs at least {job.min_gpus} GPUs but "
+        f"cluster {cluster.name!r} has only {num_gpus}"
+    )
 
 
 def check_invariants(sim: Simulator) -> None:
@@ -47,4 +57,4 @@ def check_invariants(sim: Simulator) -> None:
         assert sim.state[j] == JobState.QUEUED and not sim.placement[j]
     for j in sim.active:
         assert sim.state[j] in (JobState.RUNNING, JobState.RESCALING)
-    assert (sim.progress <= np.array([s.total_iterations for s in sim.jobs]) * 1.000001).all()
+    assert (sim.progress <= job_column(sim.jobs, "total_iterations") * 1.000001).all()

@@ -16,6 +16,7 @@ import numpy as np
 from cluster_envs.config import ClusterConfig, SimConfig, get_cluster, sim_config
 from cluster_envs.sim.apply import validate_decision
 from cluster_envs.sim.checks import check_invariants, check_workload
+from cluster_envs.sim.columns import job_column, per_job
 from cluster_envs.sim.contention import Contention
 from cluster_envs.sim.estimate import WorkEstimator
 from cluster_envs.sim.events import EV_COMPLETE, EV_RESCALED, EventQueue
@@ -25,7 +26,7 @@ from cluster_envs.sim.observers import CALLBACKS, bound_callbacks
 from cluster_envs.sim.ordering import requeue, submission_rank
 from cluster_envs.sim.rates import RateModel
 from cluster_envs.sim.state_api import SimulatorState
-from cluster_envs.sim.view import ClusterView, JobStatus, build_view, make_job_status
+from cluster_envs.sim.view import ClusterView, build_view
 from cluster_envs.types import Decision, JobSpec, JobState, Placement, Preempt
 
 #: Progress within this many iterations of the total counts as complete (float noise).
@@ -63,10 +64,11 @@ class Simulator(SimulatorState):
     ) -> None:
         self._cluster = get_cluster(cluster)
         self._config = sim_config(config)
-        self._jobs: tuple[JobSpec, ...] = tuple(jobs)
+        # A lazy job table stays one (jobs built as they are indexed); else a tuple.
+        self._jobs: Sequence[JobSpec] = jobs if hasattr(jobs, "column") else tuple(jobs)
         self._inventory = GpuInventory(self._cluster)
         check_workload(self._jobs, self._cluster, self._inventory.num_gpus)
-        n = len(self._jobs)
+        n = self._num_jobs = len(self._jobs)
         self._state = np.full(n, _PENDING, dtype=np.int8)
         self._progress = np.zeros(n)
         self._rate = np.zeros(n)
@@ -77,10 +79,14 @@ class Simulator(SimulatorState):
         self._num_restarts = np.zeros(n, dtype=np.int64)
         self._num_gpus_held = np.zeros(n, dtype=np.int64)
         self._held_since_s = np.zeros(n)
-        self._batch_size = np.array([job.batch_size for job in self._jobs], dtype=np.int64)
+        self._batch_size = np.array(job_column(self._jobs, "batch_size", np.int64))
         self._placement: list[Placement] = [()] * n
-        # Jobs whose rate depends on progress (adaptive batch size): never cached.
-        self._goodput = [hasattr(job.speed, "goodput_rate") for job in self._jobs]
+        # Per job, read without building a lazy table's jobs: speed model, ground truth,
+        # GPUs asked; jobs whose rate depends on progress (adaptive batch): never cached.
+        self._speeds = per_job(self._jobs, lambda job: job.speed)
+        self._goodput = per_job(self._jobs, lambda job: hasattr(job.speed, "goodput_rate"))
+        self._total = np.array(job_column(self._jobs, "total_iterations"))
+        self._asked = job_column(self._jobs, "num_gpus", np.int64)
         self._queue: dict[int, None] = {}  # insertion-ordered set, submission order
         self._active: dict[int, None] = {}  # running or rescaling, start order
         self._ids: tuple[tuple[int, ...], tuple[int, ...]] | None = None  # both, as tuples
@@ -89,7 +95,7 @@ class Simulator(SimulatorState):
         self._num_arrived = 0
         self._num_events = 0
         self._state_version = 0
-        self._events = EventQueue(np.fromiter((j.submit_time_s for j in self._jobs), float, n))
+        self._events = EventQueue(job_column(self._jobs, "submit_time_s"))
         self._contention = Contention(
             self._inventory.num_nodes, self._config.link_contention, self._config.node_interference
         )
@@ -113,16 +119,10 @@ class Simulator(SimulatorState):
     def observers(self) -> tuple[object, ...]:  # in call order, the episode record first
         return tuple(self._observers)
 
-    def queued_and_running_ids(self) -> tuple[tuple[int, ...], tuple[int, ...]]:
-        """``(tuple(queue), tuple(active))``, kept until either changes (for views)."""
-        if self._ids is None:
-            self._ids = (tuple(self._queue), tuple(self._active))
-        return self._ids
-
     @property
     def done(self) -> bool:
         """True once every job of the workload has finished."""
-        return self._num_finished == len(self._jobs)
+        return self._num_finished == self._num_jobs
 
     def next_event_time(self) -> float:
         """Time of the next valid event (``inf`` when none is left)."""
@@ -171,7 +171,7 @@ class Simulator(SimulatorState):
 
     def _complete(self, j: int) -> None:
         self._sync_progress(j)
-        self._progress[j] = self._jobs[j].total_iterations
+        self._progress[j] = self._total[j]
         self._state[j] = _FINISHED
         self._finish_s[j] = self._now_s
         self._release(j)
@@ -188,11 +188,12 @@ class Simulator(SimulatorState):
 
     def _sync_progress(self, j: int) -> None:
         """Bring job ``j``'s progress and attained service up to ``now_s``."""
-        dt = self._now_s - self._last_update_s[j]
-        if dt > 0:
+        now = self._now_s
+        dt = now - self._last_update_s[j]
+        if dt > 0:  # (time never goes back: dt == 0 means already synced)
             self._progress[j] += self._rate[j] * dt
             self._attained_gpu_s[j] += self._num_gpus_held[j] * dt
-        self._last_update_s[j] = self._now_s
+            self._last_update_s[j] = now
 
     def iterations_done(self, j: int) -> float:
         """Iterations job ``j`` has completed by ``now_s`` (no state change)."""
@@ -206,18 +207,17 @@ class Simulator(SimulatorState):
         self._rate[j] = rate
         self._events.invalidate(j)
         if rate > 0:
-            total = self._jobs[j].total_iterations
+            total = self._total[j]
             remaining = max(float(total - self._progress[j]), 0.0)
             if remaining <= PROGRESS_EPS * total:
                 remaining = 0.0
             self._events.push(self._now_s + remaining / rate, EV_COMPLETE, j)
 
     def _rate_of(self, j: int, placement: Placement) -> float:
-        spec = self._jobs[j]
         if not self._goodput[j]:
-            return self._rates.fixed_rate(j, spec, placement)
-        done = float(self._progress[j] / spec.total_iterations)
-        return self._rates.rate_of(j, spec, placement, int(self._batch_size[j]), done)
+            return self._rates.fixed_rate(j, self._speeds[j], placement)
+        done = float(self._progress[j] / self._total[j])
+        return self._rates.rate_of(j, self._speeds[j], placement, int(self._batch_size[j]), done)
 
     def _refresh_rates(self, jobs: set[int]) -> None:
         """Recompute the rates of running ``jobs`` after their neighbours changed."""
@@ -245,8 +245,8 @@ class Simulator(SimulatorState):
         self._inventory.take(placement)
         self._placement[j] = placement
         self._held_since_s[j] = self._now_s
-        self._num_gpus_held[j] = sum(g for _, g in placement)
-        if np.isnan(self._first_start_s[j]):
+        self._num_gpus_held[j] = sum([g for _, g in placement])
+        if math.isnan(self._first_start_s[j]):
             self._first_start_s[j] = self._now_s
         self._active[j] = None
         self._queue.pop(j, None)
@@ -324,10 +324,15 @@ class Simulator(SimulatorState):
         Never call it on the simulator an env or runner is driving."""
         ids = np.array([*self._queue, *self._active], dtype=np.int64)
         totals = self._estimator.freeze(ids)
-        jobs = list(self._jobs)
-        for j, total in zip(ids, totals, strict=True):
-            jobs[j] = replace(jobs[j], total_iterations=max(float(total), 1e-9))
-        self._jobs = tuple(jobs)
+        frozen = {}
+        for j, total in zip(ids.tolist(), totals, strict=True):
+            frozen[j] = replace(self._jobs[j], total_iterations=max(float(total), 1e-9))
+            self._total[j] = frozen[j].total_iterations
+        replace_jobs = getattr(self._jobs, "replace_jobs", None)
+        if replace_jobs is not None:  # a lazy table: the same jobs, these replaced
+            self._jobs = replace_jobs(frozen)
+        else:
+            self._jobs = tuple(frozen.get(j, job) for j, job in enumerate(self._jobs))
         dropped = self._events.drop_arrivals()
         for j in self._active:
             if self._state[j] == _RUNNING:
@@ -337,14 +342,6 @@ class Simulator(SimulatorState):
 
     def view(self) -> ClusterView:  # an immutable snapshot of the state for a policy
         return build_view(self)
-
-    def job_status(self, j: int) -> JobStatus:
-        """What a scheduler may observe of submitted, unfinished job ``j`` right now."""
-        state = JobState(int(self._state[j]))
-        if state in (JobState.PENDING, JobState.FINISHED):
-            raise KeyError(f"job {j} is {state.name.lower()}, not queued or running")
-        self._sync_progress(j)
-        return make_job_status(self, j, state)
 
     def check_invariants(self) -> None:  # GPU conservation, state consistency (tests)
         check_invariants(self)

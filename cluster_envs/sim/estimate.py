@@ -20,6 +20,7 @@ the estimate depends only on the job's progress, not on when a policy asks (pari
 from __future__ import annotations
 
 import math
+from collections import defaultdict
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -105,8 +106,9 @@ class WorkEstimator:
         self.noise_std = noise_std
         n = len(sim.jobs)
         self._prior = np.full(n, np.nan)
-        self._k: list[list[float]] = [[] for _ in range(n)]
-        self._loss: list[list[float]] = [[] for _ in range(n)]
+        # Per job, created on first use (a million empty lists would cost ~110 MiB).
+        self._k: defaultdict[int, list[float]] = defaultdict(list)
+        self._loss: defaultdict[int, list[float]] = defaultdict(list)
         self._rng: list[np.random.Generator | None] = [None] * n
         self._fit: list[LossCurveParams | None] = [None] * n
         self._fit_count = [0] * n

@@ -37,6 +37,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from cluster_envs.errors import ConfigError
+from cluster_envs.sim.columns import job_column, per_job
 from cluster_envs.sim.curves import (
     LINEAR_QUALITY,
     MIN_FRACTION_SPAN,
@@ -90,13 +91,13 @@ class QualityTracker(SimObserver):
         self.sim = sim
         self.settings = settings
         n = len(sim.jobs)
-        self.curves = [curve_integral(job.model) for job in sim.jobs]
+        self.curves = per_job(sim.jobs, lambda job: curve_integral(job.model))
         self.final = np.array([c.final for c in self.curves])
         self.target_fraction = np.array(
             [c.first_fraction(settings.threshold * c.final) for c in self.curves]
         )
-        self.submit = np.array([job.submit_time_s for job in sim.jobs])
-        self.total = np.array([job.total_iterations for job in sim.jobs])
+        self.submit = np.array(job_column(sim.jobs, "submit_time_s"))
+        self.total = np.array(job_column(sim.jobs, "total_iterations"))
         # Plain-float copies for the per-job loop of account() (numpy scalars are slow).
         self._final = self.final.tolist()
         self._submit = self.submit.tolist()

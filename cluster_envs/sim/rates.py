@@ -7,9 +7,10 @@ from typing import TYPE_CHECKING
 from cluster_envs.errors import ConfigError
 
 if TYPE_CHECKING:
+    from cluster_envs.perf.speed import SpeedModel
     from cluster_envs.sim.contention import Contention
     from cluster_envs.sim.inventory import GpuInventory
-    from cluster_envs.types import JobSpec, Placement
+    from cluster_envs.types import Placement
 
 
 class RateModel:
@@ -25,25 +26,31 @@ class RateModel:
         self.inventory = inventory
         self.contention = contention
         self._cache: dict[tuple[int, tuple[int, ...], float, float], float] = {}
-        # (job, placement, compute divisor, network divisor) -> rate, for fixed-rate jobs:
-        # the rate is a pure function of these, so a hit skips the shape and the key build.
+        # (speed model id, placement, compute divisor, network divisor) -> rate, for
+        # fixed-rate jobs: a pure function of these (shared by the jobs of one speed model,
+        # so it holds no entry per job), a hit skips the shape and the key build.
         self._fast: dict[tuple[int, Placement, float, float], float] = {}
         # placement -> (shape, slowest GPU's speed): placements recur across jobs.
         self._shapes: dict[Placement, tuple[tuple[int, ...], float]] = {}
 
-    def fixed_rate(self, j: int, spec: JobSpec, placement: Placement) -> float:
+    def __getstate__(self) -> dict[str, object]:
+        # Copies and pickles drop the caches keyed by speed-model ids: a copy's speed
+        # models are new objects, and an id may be reused once its object is gone.
+        return {**self.__dict__, "_cache": {}, "_fast": {}}
+
+    def fixed_rate(self, j: int, speed: SpeedModel, placement: Placement) -> float:
         """:meth:`rate_of` for a job without ``goodput_rate`` (no progress dependence)."""
         compute_div, network_div = self.contention.factors(j, placement)
-        key = (j, placement, compute_div, network_div)
+        key = (id(speed), placement, compute_div, network_div)
         rate = self._fast.get(key)
         if rate is None:
-            rate = self._fast[key] = self._rate(j, spec, placement, compute_div, network_div)
+            rate = self._fast[key] = self._rate(j, speed, placement, compute_div, network_div)
         return rate
 
     def rate_of(
-        self, j: int, spec: JobSpec, placement: Placement, batch_size: int, done: float
+        self, j: int, speed: SpeedModel, placement: Placement, batch_size: int, done: float
     ) -> float:
-        """Iterations/s of job ``j`` (spec ``spec``) on ``placement`` right now.
+        """Iterations/s of job ``j`` (speed model ``speed``) on ``placement`` right now.
 
         A job whose speed model has ``goodput_rate`` (adaptive batch size,
         :mod:`cluster_envs.perf.goodput`) runs at its goodput for ``batch_size`` at the
@@ -53,12 +60,12 @@ class RateModel:
             ConfigError: The job's speed model gives a non-positive throughput.
         """
         compute_div, network_div = self.contention.factors(j, placement)
-        if hasattr(spec.speed, "goodput_rate"):
-            shape, speed = self._shape_and_speed(placement)
-            compute = speed / compute_div
+        if hasattr(speed, "goodput_rate"):
+            shape, slowest = self._shape_and_speed(placement)
+            compute = slowest / compute_div
             network = self.inventory.network_speed / network_div
-            return spec.speed.goodput_rate(shape, compute, network, batch_size, done)
-        return self._rate(j, spec, placement, compute_div, network_div)
+            return speed.goodput_rate(shape, compute, network, batch_size, done)
+        return self._rate(j, speed, placement, compute_div, network_div)
 
     def _shape_and_speed(self, placement: Placement) -> tuple[tuple[int, ...], float]:
         found = self._shapes.get(placement)
@@ -67,15 +74,20 @@ class RateModel:
         return found
 
     def _rate(
-        self, j: int, spec: JobSpec, placement: Placement, compute_div: float, network_div: float
+        self,
+        j: int,
+        speed: SpeedModel,
+        placement: Placement,
+        compute_div: float,
+        network_div: float,
     ) -> float:
-        shape, speed = self._shape_and_speed(placement)
-        compute = speed / compute_div
+        shape, slowest = self._shape_and_speed(placement)
+        compute = slowest / compute_div
         network = self.inventory.network_speed / network_div
-        key = (id(spec.speed), shape, compute, network)
+        key = (id(speed), shape, compute, network)
         rate = self._cache.get(key)
         if rate is None:
-            rate = spec.speed.throughput(shape, compute, network)
+            rate = speed.throughput(shape, compute, network)
             if not rate > 0:
                 raise ConfigError(f"job {j}: speed model gave throughput {rate} for {shape}")
             self._cache[key] = rate

@@ -17,8 +17,9 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from cluster_envs.sim.columns import job_column, per_job
 from cluster_envs.sim.readonly import ContentionView, InventoryView, ListView, frozen, read_only
-from cluster_envs.sim.view import JobTable
+from cluster_envs.sim.view import JobStatus, JobTable, make_job_status
 from cluster_envs.types import JobState
 
 if TYPE_CHECKING:
@@ -35,6 +36,7 @@ _JOB_ARRAYS = (
     "attained_gpu_s", "num_restarts", "num_gpus_held", "held_since_s", "batch_size",
 )  # fmt: skip
 
+_PENDING, _FINISHED = int(JobState.PENDING), int(JobState.FINISHED)
 #: Static integer job fields of :meth:`SimulatorState.job_table`, in its column order.
 _SPEC_INTS = ("num_gpus", "min_gpus", "max_gpus", "batch_size")
 #: Which JobState codes a scheduler may look at (queued, rescaling, running).
@@ -58,7 +60,7 @@ class SimulatorState:
     _active: dict[int, None]
     _inventory: GpuInventory
     _contention: Contention
-    _jobs: tuple[JobSpec, ...]
+    _jobs: Sequence[JobSpec]
     _now_s: float
     _state: np.ndarray
     _progress: np.ndarray
@@ -70,10 +72,16 @@ class SimulatorState:
     _num_restarts: np.ndarray
     _spec_table: dict[str, Any]
     _last_rows: tuple[Any, ...]
+    _ids: tuple[tuple[int, ...], tuple[int, ...]] | None
+    _asked: np.ndarray  # GPUs each job asked for
+
+    def _sync_progress(self, j: int) -> None: ...  # the engine's
 
     cluster: ClusterConfig = read_only("_cluster", "The cluster configuration.")
     config: SimConfig = read_only("_config", "The simulator settings.")
-    jobs: tuple[JobSpec, ...] = read_only("_jobs", "The workload's jobs, by job id.")
+    jobs: Sequence[JobSpec] = read_only(
+        "_jobs", "The workload's jobs, by job id (a tuple, or a lazy table of a large trace)."
+    )
     seed: int = read_only("_seed", "The simulation's seed.")
     inventory: InventoryView = read_only("_inventory_ro", "Free/total GPUs per node.")
     contention: ContentionView = read_only("_contention_ro", "Jobs sharing nodes and links.")
@@ -170,19 +178,38 @@ class SimulatorState:
         self._last_rows = (key, idx, static, pick)
         return idx, static, pick
 
+    def queued_and_running_ids(self) -> tuple[tuple[int, ...], tuple[int, ...]]:
+        """``(tuple(queue), tuple(active))``, kept until either changes (for views)."""
+        if self._ids is None:
+            self._ids = (tuple(self._queue), tuple(self._active))
+        return self._ids
+
+    def job_status(self, j: int) -> JobStatus:
+        """What a scheduler may observe of submitted, unfinished job ``j`` right now."""
+        state = JobState(int(self._state[j]))
+        if state in (JobState.PENDING, JobState.FINISHED):
+            raise KeyError(f"job {j} is {state.name.lower()}, not queued or running")
+        self._sync_progress(j)
+        return make_job_status(self, j, state)  # type: ignore[arg-type]
+
+    def requested_gpus(self, j: int) -> int:
+        """``job_status(j).num_gpus`` without building the status (nor syncing the job)."""
+        state = self._state[j]
+        if state in (_PENDING, _FINISHED):
+            self.job_status(j)  # raises its KeyError
+        return int(self._asked[j])
+
     def _spec_columns(self) -> dict[str, Any]:
         """The workload's static job fields as columns (built once, copied with the sim)."""
         spec = self.__dict__.get("_spec_table")
         if spec is None:
             jobs, n = self._jobs, len(self._jobs)
+            ints = [job_column(jobs, name, np.int64) for name in _SPEC_INTS]
             spec = {
-                "submit_time_s": np.fromiter((job.submit_time_s for job in jobs), float, n),
-                "ints": np.array(
-                    [[getattr(job, name) for job in jobs] for name in _SPEC_INTS],
-                    dtype=np.int64,
-                ).reshape(len(_SPEC_INTS), n),
-                "model": [job.model for job in jobs],
-                "speed": [job.speed for job in jobs],
+                "submit_time_s": np.array(job_column(jobs, "submit_time_s")),
+                "ints": np.array(ints, dtype=np.int64).reshape(len(_SPEC_INTS), n),
+                "model": per_job(jobs, lambda job: job.model),
+                "speed": per_job(jobs, lambda job: job.speed),
             }
             self._spec_table = spec
         return spec

@@ -139,6 +139,7 @@ class ClusterView:
         "num_finished",
         "_make_status",
         "_make_table",
+        "_requested_gpus",
         "_estimator",
         "_version",
         "_current_version",
@@ -163,6 +164,7 @@ class ClusterView:
         estimator: WorkEstimator,
         version: int,
         current_version: Callable[[], int],
+        requested_gpus: Callable[[int], int] | None = None,
     ) -> None:
         free_gpus.setflags(write=False)
         self.time_s = time_s
@@ -177,6 +179,7 @@ class ClusterView:
         self.num_finished = num_finished
         self._make_status = make_status
         self._make_table = make_table
+        self._requested_gpus = requested_gpus
         self._estimator = estimator
         self._version = version
         self._current_version = current_version
@@ -208,6 +211,13 @@ class ClusterView:
         """The status of one queued or running job at the snapshot time."""
         self._check_fresh()
         return self._make_status(job_id)
+
+    def requested_gpus(self, job_id: int) -> int:
+        """``job(job_id).num_gpus`` without building the job's status (a FIFO scan's read)."""
+        self._check_fresh()
+        if self._requested_gpus is None:
+            return self._make_status(job_id).num_gpus
+        return self._requested_gpus(job_id)
 
     def job_table(self, job_ids: Sequence[int]) -> JobTable:
         """What :meth:`job` shows of each of ``job_ids`` (queued or running), as arrays.
@@ -275,13 +285,14 @@ def build_view(sim: Simulator) -> ClusterView:
         estimator=sim.estimator,
         version=sim.state_version,
         current_version=lambda: sim.state_version,
+        requested_gpus=sim.requested_gpus,
     )
 
 
 def make_job_status(sim: Simulator, j: int, state: JobState) -> JobStatus:
     """The :class:`JobStatus` of job ``j`` from ``sim``'s state (synced to now)."""
     spec = sim.jobs[j]
-    first = sim.first_start_s[j]
+    first = float(sim.first_start_s[j])
     return JobStatus(
         job_id=j,
         name=spec.name,
@@ -296,7 +307,7 @@ def make_job_status(sim: Simulator, j: int, state: JobState) -> JobStatus:
         placement=sim.placement[j],
         iterations_done=float(sim.progress[j]),
         attained_gpu_s=float(sim.attained_gpu_s[j]),
-        first_start_s=None if np.isnan(first) else float(first),
+        first_start_s=None if first != first else first,  # NaN: never started
         num_restarts=int(sim.num_restarts[j]),
         recorded_duration_s=spec.recorded_duration_s,
         target_loss=spec.target_loss,

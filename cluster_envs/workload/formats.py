@@ -31,7 +31,7 @@ import pandas as pd
 from cluster_envs.config import suggest
 from cluster_envs.errors import ConfigError, TraceFormatError
 from cluster_envs.perf import zoo
-from cluster_envs.workload.columnar import read_csv_columns
+from cluster_envs.workload.columnar import arrow_on_malloc, read_csv_columns
 from cluster_envs.workload.jobs import HPC_MODEL
 from cluster_envs.workload.records import Records
 from cluster_envs.workload.table import Retry, Table, read_csv_table, read_whitespace_table
@@ -123,13 +123,14 @@ def _columnar(
     path: str | os.PathLike[str], numeric: tuple[str, ...], body: Callable[[Table], Records]
 ) -> Records:
     """``body`` of the fast columnar table, or of the line-by-line one if that declines."""
-    table = read_csv_columns(path, numeric)
-    if table is not None:
-        try:
-            return body(table)
-        except Retry:
-            pass  # the line-by-line reader reports the problem, file:line and all
-    return body(read_csv_table(path))
+    with arrow_on_malloc():
+        table = read_csv_columns(path, numeric)
+        if table is not None:
+            try:
+                return body(table)
+            except Retry:
+                pass  # the line-by-line reader reports the problem, file:line and all
+        return body(read_csv_table(path))
 
 
 def parse_canonical(path: str | os.PathLike[str]) -> Records:

@@ -7,13 +7,13 @@ same float operations, elementwise), and :func:`make_jobs` gives exactly the job
 ``JobFactory.make_all(records.rows())`` (it shares the factory's private caches and RNG
 streams, drawn in the same order): where it cannot vectorise (HPC records, the
 ``sampled`` batch rule, adaptive batch sizes, records without duration and model) it
-takes that very path.
+takes that very path. Vectorised, a large trace's jobs stay a lazy columnar table
+(:class:`~cluster_envs.workload.lazy.LazyJobs`): each job is built when first indexed.
 """
 
 from __future__ import annotations
 
-import gc
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -21,9 +21,10 @@ import numpy as np
 
 from cluster_envs.errors import ConfigError
 from cluster_envs.perf import zoo
-from cluster_envs.perf.speed import SpeedModel
-from cluster_envs.types import JobSpec
+from cluster_envs.types import JobKind, JobSpec
+from cluster_envs.workload import lazy
 from cluster_envs.workload.jobs import HPC_MODEL, JobFactory, TraceRecord
+from cluster_envs.workload.lazy import LazyJobs, Shape
 
 
 class Selection(Protocol):
@@ -160,55 +161,68 @@ def _models(factory: JobFactory, records: Records) -> list[str]:
     return models.tolist()
 
 
-def make_jobs(factory: JobFactory, records: Records) -> tuple[JobSpec, ...]:
-    """``factory.make_all(records.rows())``, vectorised where that gives the same jobs."""
+def make_jobs(factory: JobFactory, records: Records) -> Sequence[JobSpec]:
+    """``factory.make_all(records.rows())``, vectorised where that gives the same jobs.
+
+    Vectorised, the jobs come as a :class:`~cluster_envs.workload.lazy.LazyJobs` (built
+    when indexed) from :data:`~cluster_envs.workload.lazy.LAZY_MIN_JOBS` jobs on, else
+    built at once into a tuple. A job its spec rejects is reported here, at load time.
+    """
     if not _vectorisable(factory, records):
         return factory.make_all(records.rows())
-    # A million new objects without cycles: the cyclic collector would only re-scan
-    # them (about a fifth of the load time at 1M jobs); refcounting still frees garbage.
-    collecting = gc.isenabled()
-    gc.disable()
-    try:
-        return _make_jobs(factory, records)
-    finally:
-        if collecting:
-            gc.enable()
+    table = _lazy_jobs(factory, records)
+    _check_jobs(table)
+    return table if len(table) >= lazy.LAZY_MIN_JOBS else tuple(table)
 
 
-def _make_jobs(factory: JobFactory, records: Records) -> tuple[JobSpec, ...]:
+def _lazy_jobs(factory: JobFactory, records: Records) -> LazyJobs:
     models = _models(factory, records)
     n = len(records)
-    names = records.name.tolist()
-    submits = records.submit_time_s.tolist()
-    gpus = records.num_gpus.tolist()
-    durations = [None] * n if records.duration_s is None else records.duration_s.tolist()
     batches = [None] * n if records.batch_size is None else records.batch_size.tolist()
-    users = [None] * n if records.user is None else records.user.tolist()
-    kind = factory.options.kind
-    # Per distinct (model, GPUs, recorded batch): batch size, reference rate, speed
-    # model, GPU range -- what factory.make looks up per record, looked up once here.
-    shapes: dict[tuple[str, int, int | None], tuple[int, float, SpeedModel, int, int]] = {}
-    targets: dict[str, float] = {}
-    jobs = []
-    for i in range(n):
-        model, count, duration, given = models[i], gpus[i], durations[i], batches[i]
-        key = (model, count, given)
-        shape = shapes.get(key)
-        if shape is None:
-            batch = given or factory._batch(model, count)
-            low, high = factory.options.gpu_range(count)
-            rate = factory._rate(model, batch, count) if duration is not None else 0.0
-            shape = shapes[key] = (batch, rate, factory._speed(model, batch), low, high)
-        batch, rate, speed, low, high = shape
-        if duration is None:
-            total = zoo.iterations_to_complete(model, batch)
+    has_duration = records.duration_s is not None
+    # Per distinct (model, GPUs, recorded batch): batch size, speed model, GPU range and
+    # the reference rate (or the full run's iterations) -- what factory.make looks up per
+    # record, looked up once here, in the same order.
+    index: dict[tuple[str, int, int | None], int] = {}
+    shapes: list[Shape] = []
+    per_shape: list[float] = []
+
+    def new_shape(key: tuple[str, int, int | None]) -> int:
+        model, count, given = key
+        batch = given or factory._batch(model, count)
+        low, high = factory.options.gpu_range(count)
+        if has_duration:
+            per_shape.append(factory._rate(model, batch, count))
         else:
-            total = duration * rate
-        # Not cached per (model, total) as factory._curve does: a million distinct
-        # totals would keep a million entries; the curve is cheap and the same.
-        curve, target = zoo.loss_curve_for(model, total)
-        target = targets.setdefault(model, target)  # one float per model, same value
-        name = names[i] or f"{model}-{i}"
-        spec = (i, name, submits[i], model, count, low, high, kind, batch, total, speed)
-        jobs.append(JobSpec(*spec, curve, target, users[i], duration))  # type: ignore[arg-type]
-    return tuple(jobs)
+            per_shape.append(zoo.iterations_to_complete(model, batch))
+        shapes.append(Shape(model, count, low, high, batch, factory._speed(model, batch)))
+        index[key] = len(shapes) - 1
+        return index[key]
+
+    keys = zip(models, records.num_gpus.tolist(), batches, strict=True)
+    shape_of = np.array([index[k] if k in index else new_shape(k) for k in keys], np.int32)
+    total = np.asarray(per_shape, dtype=np.float64)[shape_of]
+    if records.duration_s is not None:
+        total = records.duration_s * total  # duration * rate, as the per-row path
+    return LazyJobs(
+        factory.options.kind,  # type: ignore[arg-type]
+        shapes,
+        shape_of,
+        np.ascontiguousarray(records.submit_time_s, dtype=np.float64),
+        total,
+        records.name,
+        records.duration_s,
+        records.user,
+    )
+
+
+def _check_jobs(table: LazyJobs) -> None:
+    """Build the first job that ``JobSpec`` or its loss curve rejects (it raises)."""
+    gpus, low, high = (table.column(f) for f in ("num_gpus", "min_gpus", "max_gpus"))
+    total = table.column("total_iterations")
+    bad = (gpus < 1) | (low < 1) | (low > gpus) | (gpus > high) | ~np.isfinite(total)
+    bad |= ~(total > 0) | ~(table.column("submit_time_s") >= 0)
+    if table[0].kind is JobKind.RIGID:
+        bad |= low != high
+    if bad.any():
+        table[int(np.argmax(bad))]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -12,6 +12,7 @@ from cluster_envs.config import GPU_SPEED, unknown_name
 from cluster_envs.errors import ConfigError
 from cluster_envs.types import JobSpec
 from cluster_envs.workload.jobs import reference_runtime_s
+from cluster_envs.workload.lazy import LazyJobs
 
 
 @dataclass(frozen=True)
@@ -23,14 +24,16 @@ class Workload:
 
     Attributes:
         name: Label (preset name or file stem).
-        jobs: The jobs, sorted by ``submit_time_s`` with ``jobs[i].job_id == i``.
+        jobs: The jobs, sorted by ``submit_time_s`` with ``jobs[i].job_id == i``: a tuple,
+            or for a large trace a :class:`~cluster_envs.workload.lazy.LazyJobs` (the same
+            jobs, each built when first indexed).
         source: File path or preset the jobs came from.
         reference_gpu_type: GPU type the recorded durations refer to.
         ref_gpus_per_node: Node size of the packed reference placement.
     """
 
     name: str
-    jobs: tuple[JobSpec, ...]
+    jobs: Sequence[JobSpec]
     source: str
     reference_gpu_type: str = "T4"
     ref_gpus_per_node: int = 4
@@ -38,22 +41,30 @@ class Workload:
     def __post_init__(self) -> None:
         if not self.jobs:
             raise ConfigError(f"workload {self.name!r} has no jobs")
-        object.__setattr__(self, "jobs", tuple(self.jobs))
-        for i, job in enumerate(self.jobs):
+        if isinstance(self.jobs, LazyJobs):  # ids are 0..n-1 by construction
+            early = self.jobs.check_order()
+            if early is not None:
+                raise ConfigError(self._order_error(early))
+        else:
+            object.__setattr__(self, "jobs", tuple(self.jobs))
+        for i, job in enumerate(() if isinstance(self.jobs, LazyJobs) else self.jobs):
             if job.job_id != i:
                 raise ConfigError(
                     f"workload {self.name!r}: job at position {i} has job_id {job.job_id}; "
                     "ids must be 0..n-1 in order (use Workload.from_jobs to renumber)"
                 )
             if i and job.submit_time_s < self.jobs[i - 1].submit_time_s:
-                raise ConfigError(
-                    f"workload {self.name!r}: job {i} is submitted before job {i - 1}; "
-                    "jobs must be in submission order (use Workload.from_jobs to sort)"
-                )
+                raise ConfigError(self._order_error(i))
         if self.reference_gpu_type not in GPU_SPEED:
             raise unknown_name(
                 "reference_gpu_type", self.reference_gpu_type, GPU_SPEED, listed="known"
             )
+
+    def _order_error(self, i: int) -> str:
+        return (
+            f"workload {self.name!r}: job {i} is submitted before job {i - 1}; "
+            "jobs must be in submission order (use Workload.from_jobs to sort)"
+        )
 
     @classmethod
     def from_jobs(
