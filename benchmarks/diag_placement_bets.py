@@ -86,11 +86,11 @@ def _instrument(bo: online.BOPlacement, log: list[dict[str, Any]]) -> None:
 
 
 def run_seed(kwargs: dict[str, Any], seed: int) -> tuple[list[dict[str, Any]], dict[str, float]]:
-    env = gym.make(ENV_ID, **kwargs).unwrapped
+    env: Any = gym.make(ENV_ID, **kwargs).unwrapped
     env.reset(seed=seed)
     args = env.runner_args()
     sim = Simulator(args["jobs"].jobs, args["cluster"], args["config"], args["seed"])
-    bo_policy = make_policy("bo-gp-ei")
+    bo_policy: Any = make_policy("bo-gp-ei")
     bo_policy.reset(args["seed"])
     fifo = make_policy("fifo")
     fifo.reset(args["seed"])
@@ -128,7 +128,7 @@ def run_seed(kwargs: dict[str, Any], seed: int) -> tuple[list[dict[str, Any]], d
                     })  # fmt: skip
             sim.apply(d_bo)
     m_bo = compute_metrics(sim)["avg_jct_s"]
-    env2 = gym.make(ENV_ID, **kwargs).unwrapped
+    env2: Any = gym.make(ENV_ID, **kwargs).unwrapped
     env2.reset(seed=seed)
     a2 = env2.runner_args()
     sim2 = Simulator(a2["jobs"].jobs, a2["cluster"], a2["config"], a2["seed"])

@@ -116,44 +116,48 @@ def test_trust_region_keeps_anchors_near_the_best_greedy() -> None:
     assert sum(b.high - b.low for b in dims) < sum(w.high - w.low for w in full)
 
 
-def _whole(view, free, placement) -> int:
-    return online._whole_free_gpus(free, view.total_gpus, placement)
-
-
-def test_whole_free_gpus_counts_the_nodes_a_placement_leaves_untouched() -> None:
+def test_whole_node_value_weights_free_nodes_by_the_jobs_that_need_them_whole() -> None:
     total = np.array([4, 4, 8])
     free = np.array([2, 4, 8])
-    assert online._whole_free_gpus(free, total, ((0, 2),)) == 12
-    assert online._whole_free_gpus(free, total, ((1, 1),)) == 8
-    assert online._whole_free_gpus(free, total, ((1, 2), (2, 1))) == 0
+    demand = np.array([1, 1, 4, 8])  # sorted GPU requests seen: half need >= 4, a quarter 8
+    value = online._whole_node_value
+    assert value(free, total, ((0, 2),), demand) == 4 * 0.5 + 8 * 0.25
+    assert value(free, total, ((1, 1),), demand) == 8 * 0.25
+    assert value(free, total, ((1, 2), (2, 1)), demand) == 0.0
+    assert value(free, total, ((0, 2),), np.array([1, 1])) == 0.0  # nobody needs a node
 
 
 @pytest.mark.parametrize("seed", [1, 2])
 def test_fragmentation_guard_keeps_first_fit_instead_of_breaking_whole_nodes(seed: int) -> None:
     """With the guard, a move that breaks fully free nodes first-fit keeps (while jobs
-    are still to arrive) needs the margin plus the weight times their share of the
-    cluster; moves that break none are unchanged; and on these episodes it does change a
-    decision (the unguarded placer spreads a job onto a whole node)."""
+    are still to arrive) needs the margin plus the weight times their demand-weighted
+    share of the cluster; moves that break none are unchanged; and on these episodes it
+    does change a decision (the unguarded placer spreads a job onto a whole node)."""
     changed = 0
     for view, job, free in _online_decisions(8, "small", seed, {1: 0.6, 4: 0.4}):
         first_fit = online.WARM_START[0].place(view, job, job.num_gpus, free)
         assert first_fit is not None
         free0 = free.copy()
         loose = online.BOPlacement("gp-ei", budget=6, fragmentation_weight=0.0)
-        guarded = online.BOPlacement("gp-ei", budget=6, fragmentation_weight=0.5)
+        guarded = online.BOPlacement("gp-ei", budget=6, fragmentation_weight=2.0)
         project = guarded._projection(view, job, job.num_gpus, free)
         a = loose.place(view, job, job.num_gpus, free)
         b = guarded.place(view, job, job.num_gpus, free)
         assert a is not None and b is not None
         np.testing.assert_array_equal(free, free0)
-        if a == first_fit or _whole(view, free, a) >= _whole(view, free, first_fit):
+        demand = np.sort([view.job(j).num_gpus for j in (*view.queued_ids, *view.running_ids)])
+
+        def whole(p, free=free, total=view.total_gpus, demand=demand):
+            return online._whole_node_value(free, total, p, demand)
+
+        if a == first_fit or whole(a) >= whole(first_fit):
             assert b == a  # the guard only acts on moves that break whole nodes
             continue
         assert view.num_pending > 0
         if b != a:
             changed += 1
         if b != first_fit:
-            lost = max(_whole(view, free, first_fit) - _whole(view, free, b), 0)
-            need = 0.05 + 0.5 * lost / int(view.total_gpus.sum())
+            lost = max(whole(first_fit) - whole(b), 0.0)
+            need = 0.05 + 2.0 * lost / int(view.total_gpus.sum())
             assert project((b,)) < (1.0 - need) * project((first_fit,))
     assert changed > 0

@@ -25,7 +25,8 @@ greedy or searched, must clear it. ``anchor="best-greedy", improvement_margin=0.
 projection ranks first. The projection cannot see jobs that have not arrived, so on top
 of the margin a *fragmentation guard* (``fragmentation_weight``, issue 17) makes a
 candidate that breaks fully free nodes the anchor keeps pay for the share of the cluster
-they hold, while jobs are still to arrive: on training splits most losing deviations
+they hold, weighted by how often the jobs seen so far need such a node whole, while jobs
+are still to arrive: on training splits most losing deviations
 spread small jobs onto whole nodes to avoid node interference (a projected 5-8 %
 saving) and left later multi-GPU arrivals waiting.
 
@@ -118,12 +119,19 @@ def _spec(
     )
 
 
-def _whole_free_gpus(free: np.ndarray, total: np.ndarray, placement: Placement) -> int:
-    """GPUs in the nodes still fully free after ``placement`` is taken from ``free``."""
+def _whole_node_value(
+    free: np.ndarray, total: np.ndarray, placement: Placement, demand: np.ndarray
+) -> float:
+    """GPUs of the nodes still fully free after ``placement``, each node's GPUs weighted by
+    the share of ``demand`` (GPU requests seen) that asks for at least that many GPUs."""
     left = free.copy()
     for node, gpus in placement:
         left[node] -= gpus
-    return int(total[left == total].sum())
+    whole = total[left == total]
+    if len(whole) == 0 or len(demand) == 0:
+        return 0.0
+    share = 1.0 - np.searchsorted(demand, whole, side="left") / len(demand)
+    return float((whole * share).sum())
 
 
 class BOPlacement:
@@ -144,10 +152,11 @@ class BOPlacement:
             seen arrive (their estimated lengths when first seen), spaced by their mean
             inter-arrival time; None: :data:`ARRIVALS` (0, none).
         fragmentation_weight: The fragmentation guard (see :meth:`_required_saving`):
-            while ``view.num_pending > 0``, a candidate that leaves fewer GPUs in fully
-            free nodes than the anchor needs an extra projected saving of this weight
-            times the share of the cluster's GPUs in the whole nodes it breaks; 0: off.
-            None: :data:`FRAGMENTATION_WEIGHT`.
+            while ``view.num_pending > 0``, a candidate that keeps fewer fully free
+            nodes than the anchor needs an extra projected saving of this weight times
+            the cluster share of the whole nodes it breaks, weighted by how many of the
+            jobs seen so far need such a node whole; 0: off. None:
+            :data:`FRAGMENTATION_WEIGHT`.
     """
 
     def __init__(
@@ -208,6 +217,9 @@ class BOPlacement:
         self._pending: list[tuple[JobStatus, Placement, float]] = []
         # Jobs seen arrive this episode, by id: (status, estimated length when first seen).
         self._seen: dict[int, tuple[JobStatus, float]] = {}
+        # GPU requests of the jobs seen this episode, by id (the fragmentation guard).
+        self._demand: dict[int, int] = {}
+        self._demand_time = -math.inf
         self._last_time = -math.inf
         self.num_evaluations = 0
         self.num_searches = 0
@@ -221,6 +233,8 @@ class BOPlacement:
         if view is not self._view:
             self._view, self._pending = view, []
             self._observe(view)
+            if self.fragmentation_weight:
+                self._note_demand(view)
         load = np.zeros(len(free), dtype=np.int64)
         for status in view.running:
             for node, _ in status.placement:
@@ -262,19 +276,32 @@ class BOPlacement:
 
         ``improvement_margin`` plus the fragmentation guard: the projection cannot see
         jobs that have not arrived yet, and what a future multi-GPU job needs most is a
-        fully free node, so while ``view.num_pending > 0`` a candidate that leaves fewer
-        GPUs in fully free nodes than the anchor must also pay ``fragmentation_weight``
-        times the share of the cluster's GPUs in the whole nodes it breaks (a big share
-        on a small cluster, a small one on a large cluster).
+        fully free node, so while ``view.num_pending > 0`` a candidate that keeps fewer
+        fully free nodes than the anchor must also pay ``fragmentation_weight`` times
+        what it breaks: each whole node's share of the cluster's GPUs times the share of
+        the jobs seen this episode that request at least that node's GPUs (the arrivals
+        that would need it whole). Big on a small cluster with many multi-GPU jobs
+        (synthetic-16), next to nothing on a big one or with mostly 1-GPU jobs (alibaba).
         """
         need = self.improvement_margin
         if self.fragmentation_weight and view.num_pending > 0 and anchor != candidate:
-            lost = _whole_free_gpus(free, view.total_gpus, anchor) - _whole_free_gpus(
-                free, view.total_gpus, candidate
+            demand = np.sort(np.fromiter(self._demand.values(), dtype=np.int64))
+            total = view.total_gpus
+            lost = _whole_node_value(free, total, anchor, demand) - _whole_node_value(
+                free, total, candidate, demand
             )
             if lost > 0:
-                need += self.fragmentation_weight * lost / max(int(view.total_gpus.sum()), 1)
+                need += self.fragmentation_weight * lost / max(int(total.sum()), 1)
         return need
+
+    def _note_demand(self, view: ClusterView) -> None:
+        """Remember the GPU request of every job seen queued or running (new ids only)."""
+        if view.time_s < self._demand_time:  # a new episode without reset()
+            self._demand = {}
+        self._demand_time = view.time_s
+        for j in (*view.queued_ids, *view.running_ids):
+            if j not in self._demand:
+                self._demand[j] = view.job(j).num_gpus
 
     def projected_cost(
         self, view: ClusterView, job: JobStatus, free: np.ndarray, placement: Placement
