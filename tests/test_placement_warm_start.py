@@ -119,12 +119,15 @@ def test_trust_region_keeps_anchors_near_the_best_greedy() -> None:
 def test_whole_node_value_weights_free_nodes_by_the_jobs_that_need_them_whole() -> None:
     total = np.array([4, 4, 8])
     free = np.array([2, 4, 8])
-    demand = np.array([1, 1, 4, 8])  # sorted GPU requests seen: half need >= 4, a quarter 8
     value = online._whole_node_value
-    assert value(free, total, ((0, 2),), demand) == 4 * 0.5 + 8 * 0.25
-    assert value(free, total, ((1, 1),), demand) == 8 * 0.25
+    # Laplace's rule over the sorted requests seen: P(>= 4) = (2+1)/(4+2), P(>= 8) = 2/6.
+    demand = np.array([1, 1, 4, 8])
+    assert value(free, total, ((0, 2),), demand) == pytest.approx(4 * 3 / 6 + 8 * 2 / 6)
+    assert value(free, total, ((1, 1),), demand) == pytest.approx(8 * 2 / 6)
     assert value(free, total, ((1, 2), (2, 1)), demand) == 0.0
-    assert value(free, total, ((0, 2),), np.array([1, 1])) == 0.0  # nobody needs a node
+    # Nothing seen yet: even odds; many 1-GPU jobs: whole nodes are worth little.
+    assert value(free, total, ((0, 2),), np.array([], dtype=int)) == pytest.approx(6.0)
+    assert value(free, total, ((0, 2),), np.ones(98, dtype=int)) == pytest.approx(12 / 100)
 
 
 @pytest.mark.parametrize("seed", [1, 2])

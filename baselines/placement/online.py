@@ -88,7 +88,7 @@ ANCHOR = "first-fit"
 #: while jobs are still to arrive (default of ``BOPlacement(fragmentation_weight=...)``,
 #: read when a placer is built; 0 turns the guard off). Chosen on training splits
 #: (issue 17, ``benchmarks/results/placement_online_train_frag.md``).
-FRAGMENTATION_WEIGHT = 0.5
+FRAGMENTATION_WEIGHT = 1.0
 #: The anchor values.
 ANCHORS = ("first-fit", "best-greedy")
 #: The setting before issue 17's tuning (the code default until then): the best greedy
@@ -123,14 +123,18 @@ def _whole_node_value(
     free: np.ndarray, total: np.ndarray, placement: Placement, demand: np.ndarray
 ) -> float:
     """GPUs of the nodes still fully free after ``placement``, each node's GPUs weighted by
-    the share of ``demand`` (GPU requests seen) that asks for at least that many GPUs."""
+    the estimated chance that a job asks for at least that many GPUs: Laplace's rule of
+    succession over ``demand`` (the sorted GPU requests seen), ``(count + 1) / (n + 2)``,
+    so a handful of 1-GPU jobs early in an episode does not yet mean nobody needs a node.
+    """
     left = free.copy()
     for node, gpus in placement:
         left[node] -= gpus
     whole = total[left == total]
-    if len(whole) == 0 or len(demand) == 0:
+    if len(whole) == 0:
         return 0.0
-    share = 1.0 - np.searchsorted(demand, whole, side="left") / len(demand)
+    at_least = len(demand) - np.searchsorted(demand, whole, side="left")
+    share = (at_least + 1.0) / (len(demand) + 2.0)
     return float((whole * share).sum())
 
 
@@ -278,9 +282,9 @@ class BOPlacement:
         jobs that have not arrived yet, and what a future multi-GPU job needs most is a
         fully free node, so while ``view.num_pending > 0`` a candidate that keeps fewer
         fully free nodes than the anchor must also pay ``fragmentation_weight`` times
-        what it breaks: each whole node's share of the cluster's GPUs times the share of
-        the jobs seen this episode that request at least that node's GPUs (the arrivals
-        that would need it whole). Big on a small cluster with many multi-GPU jobs
+        what it breaks: each whole node's share of the cluster's GPUs times the estimated
+        share of jobs that request at least that node's GPUs (the arrivals that would
+        need it whole; Laplace's rule over the jobs seen this episode). Big on a small cluster with many multi-GPU jobs
         (synthetic-16), next to nothing on a big one or with mostly 1-GPU jobs (alibaba).
         """
         need = self.improvement_margin
