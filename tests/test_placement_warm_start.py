@@ -91,6 +91,7 @@ def test_online_default_is_the_training_chosen_anchor() -> None:
     assert placer.fragmentation_weight == online.FRAGMENTATION_WEIGHT > 0
     old = online.BOScheduler("gp-ei", **online.UNANCHORED).bo
     assert (old.anchor, old.improvement_margin) == ("best-greedy", 0.02)
+    assert old.fragmentation_weight == 0.0
 
 
 def test_trust_region_keeps_anchors_near_the_best_greedy() -> None:

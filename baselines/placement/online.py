@@ -92,8 +92,12 @@ FRAGMENTATION_WEIGHT = 1.0
 #: The anchor values.
 ANCHORS = ("first-fit", "best-greedy")
 #: The setting before issue 17's tuning (the code default until then): the best greedy
-#: placement by projection, replaced by a searched one projected >= 2 % cheaper.
-UNANCHORED: dict[str, Any] = {"anchor": "best-greedy", "improvement_margin": 0.02}
+#: placement by projection, replaced by a searched one projected >= 2 % cheaper, no guard.
+UNANCHORED: dict[str, Any] = {
+    "anchor": "best-greedy",
+    "improvement_margin": 0.02,
+    "fragmentation_weight": 0.0,
+}
 #: Expected future arrivals the projection adds (0: none, the default; see
 #: ``BOPlacement(arrivals=...)``, read when a placer is built).
 ARRIVALS = 0
