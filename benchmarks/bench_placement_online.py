@@ -13,8 +13,10 @@ Usage::
         [--workloads default,large,synthetic-16,...] [--policies fifo,fifo-best-fit,bo-gp-ei]
 
 Training-split mode (``--split train``, seeds 0-...) is for tuning: never tune on test.
-``bo-gp-ei`` runs the code default (anchor consolidated first-fit, 5 % margin); the setting
-before issue 17 is ``--bo-options '{"ANCHOR": "best-greedy", "IMPROVEMENT_MARGIN": 0.02}'``.
+``bo-gp-ei`` runs the code default (anchor consolidated first-fit, 5 % margin, the
+demand-weighted fragmentation guard with weight 1; ``{"FRAGMENTATION_WEIGHT": 0}`` turns
+the guard off); the setting before issue 17 is
+``--bo-options '{"ANCHOR": "best-greedy", "IMPROVEMENT_MARGIN": 0.02, "FRAGMENTATION_WEIGHT": 0}'``.
 """
 
 from __future__ import annotations

@@ -98,6 +98,11 @@ def test_bad_space(kwargs: dict, message: str) -> None:
         ),
         ({"improvement_margin": 1.0}, r"improvement_margin must be in \[0, 1\), got 1.0"),
         ({"improvement_margin": -0.1}, r"improvement_margin must be in \[0, 1\), got -0.1"),
+        ({"fragmentation_weight": -0.5}, "fragmentation_weight must be a finite number >= 0"),
+        ({"fragmentation_weight": float("nan")}, "fragmentation_weight must be .* got nan"),
+        ({"fragmentation_weight": float("inf")}, "fragmentation_weight must be .* got inf"),
+        ({"fragmentation_weight": "0.5"}, "fragmentation_weight must be .* got '0.5'"),
+        ({"fragmentation_weight": True}, "fragmentation_weight must be .* got True"),
     ],
 )
 def test_bad_online_anchor_or_margin(kwargs, message: str) -> None:

@@ -69,7 +69,9 @@ def test_online_first_fit_anchor_moves_only_for_the_margin(margin: float, moves:
     moved = 0
     # On this episode some decisions have a candidate projected > 5% cheaper than first-fit.
     for view, job, free in _online_decisions(8, "small", 2, {1: 0.3, 2: 0.3, 4: 0.4}):
-        placer = online.BOPlacement("gp-ei", budget=6, improvement_margin=margin)
+        placer = online.BOPlacement(
+            "gp-ei", budget=6, improvement_margin=margin, fragmentation_weight=0.0
+        )
         assert placer.anchor == "first-fit"
         project = placer._projection(view, job, job.num_gpus, free)
         chosen = placer.place(view, job, job.num_gpus, free)
@@ -86,8 +88,10 @@ def test_online_first_fit_anchor_moves_only_for_the_margin(margin: float, moves:
 def test_online_default_is_the_training_chosen_anchor() -> None:
     placer = online.BOPlacement("gp-ei")
     assert (placer.anchor, placer.improvement_margin) == ("first-fit", 0.05)
+    assert placer.fragmentation_weight == online.FRAGMENTATION_WEIGHT > 0
     old = online.BOScheduler("gp-ei", **online.UNANCHORED).bo
     assert (old.anchor, old.improvement_margin) == ("best-greedy", 0.02)
+    assert old.fragmentation_weight == 0.0
 
 
 def test_trust_region_keeps_anchors_near_the_best_greedy() -> None:
@@ -111,3 +115,53 @@ def test_trust_region_keeps_anchors_near_the_best_greedy() -> None:
             assert (box.low, box.high) == (whole.low, whole.high)
     # the region is a real restriction on a 100+ node cluster
     assert sum(b.high - b.low for b in dims) < sum(w.high - w.low for w in full)
+
+
+def test_whole_node_value_weights_free_nodes_by_the_jobs_that_need_them_whole() -> None:
+    total = np.array([4, 4, 8])
+    free = np.array([2, 4, 8])
+    value = online._whole_node_value
+    # Laplace's rule over the sorted requests seen: P(>= 4) = (2+1)/(4+2), P(>= 8) = 2/6.
+    demand = np.array([1, 1, 4, 8])
+    assert value(free, total, ((0, 2),), demand) == pytest.approx(4 * 3 / 6 + 8 * 2 / 6)
+    assert value(free, total, ((1, 1),), demand) == pytest.approx(8 * 2 / 6)
+    assert value(free, total, ((1, 2), (2, 1)), demand) == 0.0
+    # Nothing seen yet: even odds; many 1-GPU jobs: whole nodes are worth little.
+    assert value(free, total, ((0, 2),), np.array([], dtype=int)) == pytest.approx(6.0)
+    assert value(free, total, ((0, 2),), np.ones(98, dtype=int)) == pytest.approx(12 / 100)
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+def test_fragmentation_guard_keeps_first_fit_instead_of_breaking_whole_nodes(seed: int) -> None:
+    """With the guard, a move that breaks fully free nodes first-fit keeps (while jobs
+    are still to arrive) needs the margin plus the weight times their demand-weighted
+    share of the cluster; moves that break none are unchanged; and on these episodes it
+    does change a decision (the unguarded placer spreads a job onto a whole node)."""
+    changed = 0
+    for view, job, free in _online_decisions(8, "small", seed, {1: 0.6, 4: 0.4}):
+        first_fit = online.WARM_START[0].place(view, job, job.num_gpus, free)
+        assert first_fit is not None
+        free0 = free.copy()
+        loose = online.BOPlacement("gp-ei", budget=6, fragmentation_weight=0.0)
+        guarded = online.BOPlacement("gp-ei", budget=6, fragmentation_weight=2.0)
+        project = guarded._projection(view, job, job.num_gpus, free)
+        a = loose.place(view, job, job.num_gpus, free)
+        b = guarded.place(view, job, job.num_gpus, free)
+        assert a is not None and b is not None
+        np.testing.assert_array_equal(free, free0)
+        demand = np.sort([view.job(j).num_gpus for j in (*view.queued_ids, *view.running_ids)])
+
+        def whole(p, free=free, total=view.total_gpus, demand=demand):
+            return online._whole_node_value(free, total, p, demand)
+
+        if a == first_fit or whole(a) >= whole(first_fit):
+            assert b == a  # the guard only acts on moves that break whole nodes
+            continue
+        assert view.num_pending > 0
+        if b != a:
+            changed += 1
+        if b != first_fit:
+            lost = max(whole(first_fit) - whole(b), 0.0)
+            need = 0.05 + 2.0 * lost / int(view.total_gpus.sum())
+            assert project((b,)) < (1.0 - need) * project((first_fit,))
+    assert changed > 0

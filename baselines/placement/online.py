@@ -22,7 +22,13 @@ keeps an *anchor* placement unless the best candidate is projected at least
 only) the anchor is consolidated first-fit and the margin 5 %: every other placement,
 greedy or searched, must clear it. ``anchor="best-greedy", improvement_margin=0.02`` (see
 :data:`UNANCHORED`) is the setting before that: the anchor is the greedy placement the
-projection ranks first.
+projection ranks first. The projection cannot see jobs that have not arrived, so on top
+of the margin a *fragmentation guard* (``fragmentation_weight``, issue 17) makes a
+candidate that breaks fully free nodes the anchor keeps pay for the share of the cluster
+they hold, weighted by how often the jobs seen so far need such a node whole, while jobs
+are still to arrive: on training splits most losing deviations
+spread small jobs onto whole nodes to avoid node interference (a projected 5-8 %
+saving) and left later multi-GPU arrivals waiting.
 
 :class:`BOScheduler` is FIFO (head-of-line blocking, requested GPU counts) with this
 placer; it is registered as ``bo-gp-ei``, ``bo-gp-pi``, ``bo-gp-lcb``, ``bo-gp-hedge``,
@@ -78,11 +84,20 @@ IMPROVEMENT_MARGIN = 0.05
 #: first-fit, WARM_START[0]; the other greedy placements must clear the margin too) or
 #: "best-greedy" (the warm start the projection ranks first).
 ANCHOR = "first-fit"
+#: Extra projected saving a candidate needs per unit of *whole-node share* it takes
+#: while jobs are still to arrive (default of ``BOPlacement(fragmentation_weight=...)``,
+#: read when a placer is built; 0 turns the guard off). Chosen on training splits
+#: (issue 17, ``benchmarks/results/placement_online_train_frag.md``).
+FRAGMENTATION_WEIGHT = 1.0
 #: The anchor values.
 ANCHORS = ("first-fit", "best-greedy")
 #: The setting before issue 17's tuning (the code default until then): the best greedy
-#: placement by projection, replaced by a searched one projected >= 2 % cheaper.
-UNANCHORED: dict[str, Any] = {"anchor": "best-greedy", "improvement_margin": 0.02}
+#: placement by projection, replaced by a searched one projected >= 2 % cheaper, no guard.
+UNANCHORED: dict[str, Any] = {
+    "anchor": "best-greedy",
+    "improvement_margin": 0.02,
+    "fragmentation_weight": 0.0,
+}
 #: Expected future arrivals the projection adds (0: none, the default; see
 #: ``BOPlacement(arrivals=...)``, read when a placer is built).
 ARRIVALS = 0
@@ -108,6 +123,25 @@ def _spec(
     )
 
 
+def _whole_node_value(
+    free: np.ndarray, total: np.ndarray, placement: Placement, demand: np.ndarray
+) -> float:
+    """GPUs of the nodes still fully free after ``placement``, each node's GPUs weighted by
+    the estimated chance that a job asks for at least that many GPUs: Laplace's rule of
+    succession over ``demand`` (the sorted GPU requests seen), ``(count + 1) / (n + 2)``,
+    so a handful of 1-GPU jobs early in an episode does not yet mean nobody needs a node.
+    """
+    left = free.copy()
+    for node, gpus in placement:
+        left[node] -= gpus
+    whole = total[left == total]
+    if len(whole) == 0:
+        return 0.0
+    at_least = len(demand) - np.searchsorted(demand, whole, side="left")
+    share = (at_least + 1.0) / (len(demand) + 2.0)
+    return float((whole * share).sum())
+
+
 class BOPlacement:
     """Bayesian-optimisation placement of one job (module docstring).
 
@@ -125,6 +159,12 @@ class BOPlacement:
             ``view.num_pending``): copies of the last ``arrivals`` jobs this placer has
             seen arrive (their estimated lengths when first seen), spaced by their mean
             inter-arrival time; None: :data:`ARRIVALS` (0, none).
+        fragmentation_weight: The fragmentation guard (see :meth:`_required_saving`):
+            while ``view.num_pending > 0``, a candidate that keeps fewer fully free
+            nodes than the anchor needs an extra projected saving of this weight times
+            the cluster share of the whole nodes it breaks, weighted by how many of the
+            jobs seen so far need such a node whole; 0: off. None:
+            :data:`FRAGMENTATION_WEIGHT`.
     """
 
     def __init__(
@@ -137,6 +177,7 @@ class BOPlacement:
         anchor: str | None = None,
         improvement_margin: float | None = None,
         arrivals: int | None = None,
+        fragmentation_weight: float | None = None,
     ) -> None:
         check_method(method)
         if method not in SKOPT_METHODS:
@@ -156,6 +197,15 @@ class BOPlacement:
         arrivals = ARRIVALS if arrivals is None else arrivals
         if isinstance(arrivals, bool) or not isinstance(arrivals, int) or arrivals < 0:
             raise ConfigError(f"arrivals must be an integer >= 0, got {arrivals!r}")
+        frag = FRAGMENTATION_WEIGHT if fragmentation_weight is None else fragmentation_weight
+        if (
+            isinstance(frag, bool)
+            or not isinstance(frag, int | float)
+            or not math.isfinite(frag)
+            or frag < 0
+        ):
+            raise ConfigError(f"fragmentation_weight must be a finite number >= 0, got {frag!r}")
+        self.fragmentation_weight = float(frag)
         self.anchor = anchor
         self.improvement_margin = float(margin)
         self.arrivals = arrivals
@@ -175,6 +225,9 @@ class BOPlacement:
         self._pending: list[tuple[JobStatus, Placement, float]] = []
         # Jobs seen arrive this episode, by id: (status, estimated length when first seen).
         self._seen: dict[int, tuple[JobStatus, float]] = {}
+        # GPU requests of the jobs seen this episode, by id (the fragmentation guard).
+        self._demand: dict[int, int] = {}
+        self._demand_time = -math.inf
         self._last_time = -math.inf
         self.num_evaluations = 0
         self.num_searches = 0
@@ -188,6 +241,8 @@ class BOPlacement:
         if view is not self._view:
             self._view, self._pending = view, []
             self._observe(view)
+            if self.fragmentation_weight:
+                self._note_demand(view)
         load = np.zeros(len(free), dtype=np.int64)
         for status in view.running:
             for node, _ in status.placement:
@@ -210,14 +265,51 @@ class BOPlacement:
             candidates = [*candidates, *seeds[1:]]
         else:
             greedy = min(seeds, key=project) if seeds else None
-        found = min(candidates, key=project)
-        if greedy is None or project(found) < (1.0 - self.improvement_margin) * project(greedy):
-            placement = found[0]
-        else:
-            placement = greedy[0]
+        placement = greedy[0] if greedy is not None else min(candidates, key=project)[0]
+        if greedy is not None:
+            base = project(greedy)
+            for config in sorted(candidates, key=project):
+                need = self._required_saving(view, free, greedy[0], config[0])
+                if project(config) < (1.0 - need) * base:
+                    placement = config[0]
+                    break
         self._pending.append((job, placement, view.estimate(job.job_id).remaining_iterations))
         self._decisions += 1
         return placement
+
+    def _required_saving(
+        self, view: ClusterView, free: np.ndarray, anchor: Placement, candidate: Placement
+    ) -> float:
+        """Relative projected saving ``candidate`` needs to replace ``anchor``.
+
+        ``improvement_margin`` plus the fragmentation guard: the projection cannot see
+        jobs that have not arrived yet, and what a future multi-GPU job needs most is a
+        fully free node, so while ``view.num_pending > 0`` a candidate that keeps fewer
+        fully free nodes than the anchor must also pay ``fragmentation_weight`` times
+        what it breaks: each whole node's share of the cluster's GPUs times the estimated
+        share of jobs that request at least that node's GPUs (the arrivals that would
+        need it whole; Laplace's rule over the jobs seen this episode). Big on a small cluster with many multi-GPU jobs
+        (synthetic-16), next to nothing on a big one or with mostly 1-GPU jobs (alibaba).
+        """
+        need = self.improvement_margin
+        if self.fragmentation_weight and view.num_pending > 0 and anchor != candidate:
+            demand = np.sort(np.fromiter(self._demand.values(), dtype=np.int64))
+            total = view.total_gpus
+            lost = _whole_node_value(free, total, anchor, demand) - _whole_node_value(
+                free, total, candidate, demand
+            )
+            if lost > 0:
+                need += self.fragmentation_weight * lost / max(int(total.sum()), 1)
+        return need
+
+    def _note_demand(self, view: ClusterView) -> None:
+        """Remember the GPU request of every job seen queued or running (new ids only)."""
+        if view.time_s < self._demand_time:  # a new episode without reset()
+            self._demand = {}
+        self._demand_time = view.time_s
+        for j in (*view.queued_ids, *view.running_ids):
+            if j not in self._demand:
+                self._demand[j] = view.job(j).num_gpus
 
     def projected_cost(
         self, view: ClusterView, job: JobStatus, free: np.ndarray, placement: Placement
@@ -367,6 +459,7 @@ class BOScheduler(FifoScheduler):
         budget: Evaluations per placement decision.
         anchor: See :class:`BOPlacement` (None: :data:`ANCHOR`, consolidated first-fit).
         improvement_margin: See :class:`BOPlacement` (None: :data:`IMPROVEMENT_MARGIN`).
+        fragmentation_weight: See :class:`BOPlacement` (None: :data:`FRAGMENTATION_WEIGHT`).
     """
 
     def __init__(
@@ -375,8 +468,15 @@ class BOScheduler(FifoScheduler):
         budget: int = DEFAULT_BUDGET,
         anchor: str | None = None,
         improvement_margin: float | None = None,
+        fragmentation_weight: float | None = None,
     ) -> None:
-        self.bo = BOPlacement(method, budget, anchor=anchor, improvement_margin=improvement_margin)
+        self.bo = BOPlacement(
+            method,
+            budget,
+            anchor=anchor,
+            improvement_margin=improvement_margin,
+            fragmentation_weight=fragmentation_weight,
+        )
         super().__init__(placement=self.bo, strict=True)
         self.name = self.bo.name
 
