@@ -1,20 +1,26 @@
 """The queue's O(1) snapshots (issue 11, a growing queue) show exactly what a tuple of the
 queue showed: every snapshot, however old, equals the tuple taken when it was; and whole
 episodes (FIFO, FIFO with skipping, SJF, Tiresias with preemption and requeue) are the
-same as with the reference path that copies the queue into a tuple for every view.
+same as with the reference path that copies the queue into a tuple for every view. SJF
+skips jobs asking for more GPUs than are free without building their JobStatus: the
+same episodes as the JobStatus path.
 """
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
+from helpers import make_job
 
 import cluster_envs.sim.queue as queue_module
+from baselines.moldable import SjfScheduler
 from cluster_envs.policies.fifo import FifoScheduler
 from cluster_envs.runner import run_episode
 from cluster_envs.sim.engine import Simulator
 from cluster_envs.sim.queue import JobQueue, QueueSnapshot
 from cluster_envs.sim.state_api import SimulatorState
+from cluster_envs.sim.view import JobStatus
+from cluster_envs.types import JobKind
 from cluster_envs.workload import load_workload
 
 
@@ -119,3 +125,42 @@ def test_episodes_equal_the_tuple_path(
         assert fast_table.keys() == slow_table.keys()
         for name in fast_table:
             assert np.array_equal(fast_table[name], slow_table[name], equal_nan=True)
+
+
+class _JobStatusSjf(SjfScheduler):
+    """SJF on the JobStatus path (an overridden ``_request`` turns the size skip off)."""
+
+    def _request(self, job: JobStatus) -> int:
+        return super()._request(job)
+
+
+def _moldable_jobs(num_jobs: int, seed: int) -> list:
+    rng = np.random.default_rng(seed)
+    jobs = []
+    for j in range(num_jobs):
+        lo = int(rng.integers(1, 5))
+        hi = lo + int(rng.integers(0, 9))
+        asked = int(rng.integers(lo, hi + 1))
+        submit, work = float(j * 2.0), float(rng.uniform(50, 3000))
+        kind = JobKind.RIGID if lo == hi else JobKind.MOLDABLE
+        jobs.append(make_job(j, submit, work, asked, kind=kind, min_gpus=lo, max_gpus=hi))
+    return jobs
+
+
+@pytest.mark.parametrize("levels", [(1, 2, 4, 8, 16), (3, 6)])
+def test_sjf_size_skip_equals_the_job_status_path(levels: tuple[int, ...]) -> None:
+    jobs = _moldable_jobs(200, seed=len(levels))
+    sim = Simulator(jobs, "pollux-testbed")
+    while len(sim.queue) < 30:
+        sim.step()
+    view = sim.view()
+    sjf = SjfScheduler(levels)
+    ids = list(view.queued_ids)
+    sizes = sjf.request_sizes(view.job_table(ids))
+    assert sizes == [sjf._request(view.job(j)) for j in ids]
+    assert len(set(sizes)) > 2  # the jobs asked for different sizes
+    fast = run_episode(jobs, SjfScheduler(levels), "pollux-testbed", seed=1)
+    slow = run_episode(jobs, _JobStatusSjf(levels), "pollux-testbed", seed=1)
+    assert fast.metrics["avg_queue_length"] > 10
+    assert fast.metrics == pytest.approx(slow.metrics, rel=0, abs=0, nan_ok=True)
+    assert fast.segments == slow.segments
