@@ -8,6 +8,8 @@ same episodes as the JobStatus path.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 from helpers import make_job
@@ -17,6 +19,7 @@ from baselines.moldable import SjfScheduler
 from cluster_envs.policies.fifo import FifoScheduler
 from cluster_envs.runner import run_episode
 from cluster_envs.sim.engine import Simulator
+from cluster_envs.sim.ordering import submission_rank
 from cluster_envs.sim.queue import JobQueue, QueueSnapshot
 from cluster_envs.sim.state_api import SimulatorState
 from cluster_envs.sim.view import JobStatus
@@ -42,7 +45,7 @@ def test_snapshots_never_change_whatever_happens_later(
 ) -> None:
     monkeypatch.setattr(queue_module, "_MIN_DEAD", min_dead)
     rng = np.random.default_rng(min_dead)
-    q = JobQueue()
+    q = JobQueue(np.arange(10_000.0))
     rank_of = int  # job ids arrive in submission order: the rank is the id
     nxt, snaps, logs = 0, [], set()
     out: list[int] = []  # jobs not queued (started), to requeue
@@ -69,9 +72,25 @@ def test_snapshots_never_change_whatever_happens_later(
         assert list(snap) == sorted(want)  # submission order
         if step % 7 == 0:
             snaps.append((snap, want))
+            assert snap.smallest(5) == tuple(sorted(want)[:5])
     assert len(logs) > 5  # logs were rebuilt (dead entries, requeues in the middle)
     for snap, want in snaps:
         _check(snap, want)
+
+
+def test_smallest_ids_when_submission_order_is_not_id_order() -> None:
+    rng = np.random.default_rng(5)
+    submit = rng.permutation(400).astype(float)
+    q, rank_of = JobQueue(submit), submission_rank(submit)
+    assert not q.ascending and JobQueue(np.sort(submit)).ascending
+    for j in np.argsort(submit).tolist():  # arrivals, in submission order
+        q.add(j)
+        if rng.random() < 0.4:
+            q.discard(int(rng.choice(list(q.ids))))
+        want = tuple(q.ids)
+        for k in (0, 1, 7, 1000):
+            assert q.snapshot().smallest(k) == tuple(sorted(want)[:k])
+    assert list(q.ids) == sorted(q.ids, key=rank_of) and list(q.ids) != sorted(q.ids)
 
 
 def test_a_view_keeps_its_queue_after_the_simulator_moves_on() -> None:
@@ -161,6 +180,23 @@ def test_sjf_size_skip_equals_the_job_status_path(levels: tuple[int, ...]) -> No
     assert len(set(sizes)) > 2  # the jobs asked for different sizes
     fast = run_episode(jobs, SjfScheduler(levels), "pollux-testbed", seed=1)
     slow = run_episode(jobs, _JobStatusSjf(levels), "pollux-testbed", seed=1)
+    assert fast.metrics["avg_queue_length"] > 10
+    assert fast.metrics == pytest.approx(slow.metrics, rel=0, abs=0, nan_ok=True)
+    assert fast.segments == slow.segments
+
+
+def test_tiresias_on_unsorted_ids_equals_the_tuple_path(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Submit times not in id order: the eligible (smallest) ids are not the queue's head.
+    jobs = _moldable_jobs(300, seed=9)
+    rng = np.random.default_rng(9)
+    submits = rng.permutation([job.submit_time_s for job in jobs])
+    jobs = [replace(job, submit_time_s=float(t)) for job, t in zip(jobs, submits, strict=True)]
+    fast = run_episode(jobs, "tiresias", "pollux-testbed", seed=2)
+    with monkeypatch.context() as m:
+        m.setattr(SimulatorState, "queued_and_running_ids", _reference_ids)
+        slow = run_episode(jobs, "tiresias", "pollux-testbed", seed=2)
     assert fast.metrics["avg_queue_length"] > 10
     assert fast.metrics == pytest.approx(slow.metrics, rel=0, abs=0, nan_ok=True)
     assert fast.segments == slow.segments

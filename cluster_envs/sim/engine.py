@@ -88,7 +88,6 @@ class Simulator(SimulatorState):
         self._goodput = per_job(self._jobs, lambda job: hasattr(job.speed, "goodput_rate"))
         self._total = np.array(job_column(self._jobs, "total_iterations"))
         self._asked = job_column(self._jobs, "num_gpus", np.int64)
-        self._jobq = JobQueue()  # submission order (sim.queue), O(1) snapshots for views
         self._active: dict[int, None] = {}  # running or rescaling, start order
         self._running_ids: tuple[int, ...] | None = None  # tuple(active), for views
         self._now_s = 0.0
@@ -97,6 +96,7 @@ class Simulator(SimulatorState):
         self._num_events = 0
         self._state_version = 0
         self._events = EventQueue(job_column(self._jobs, "submit_time_s"))
+        self._jobq = JobQueue(self._events.submit_s)  # sim.queue; O(1) snapshots for views
         self._contention = Contention(
             self._inventory.num_nodes, self._config.link_contention, self._config.node_interference
         )

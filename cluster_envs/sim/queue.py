@@ -17,8 +17,10 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable, Iterator, Sequence
-from itertools import compress
+from itertools import compress, islice
 from typing import Any, overload
+
+import numpy as np
 
 from cluster_envs.sim.ordering import requeue
 
@@ -32,13 +34,20 @@ class QueueSnapshot(Sequence[int]):
     """The queued job ids at one instant, in queue order: an immutable sequence that
     compares, hashes and prints like the tuple of its ids."""
 
-    __slots__ = ("_log", "_gone", "_head", "_end", "_stamp", "_len", "_tuple")
+    __slots__ = ("_log", "_gone", "_head", "_end", "_stamp", "_len", "_tuple", "_ascending")
 
     def __init__(
-        self, log: list[int], gone: list[int], head: int, end: int, stamp: int, length: int
+        self,
+        log: list[int],
+        gone: list[int],
+        head: int,
+        end: int,
+        stamp: int,
+        length: int,
+        ascending: bool = False,
     ) -> None:
         self._log, self._gone, self._head, self._end = log, gone, head, end
-        self._stamp, self._len = stamp, length
+        self._stamp, self._len, self._ascending = stamp, length, ascending
         self._tuple: tuple[int, ...] | None = None
 
     def __len__(self) -> int:
@@ -52,6 +61,13 @@ class QueueSnapshot(Sequence[int]):
             return map(self._log.__getitem__, span)
         kept = map(self._stamp.__lt__, map(self._gone.__getitem__, span))
         return compress(map(self._log.__getitem__, span), kept)
+
+    def smallest(self, k: int) -> tuple[int, ...]:
+        """The ``k`` smallest ids, ascending (the first ``k`` where the queue's submission
+        order is id order, as in every workload sorted by submit time)."""
+        if self._ascending:
+            return tuple(islice(self, max(k, 0)))
+        return tuple(sorted(self)[: max(k, 0)])
 
     def as_tuple(self) -> tuple[int, ...]:
         """The ids as a tuple (built once)."""
@@ -92,9 +108,14 @@ class JobQueue:
 
     ``ids`` is the insertion-ordered dict ``Simulator.queue`` shows (changed in place,
     never replaced); :meth:`snapshot` gives what a view shows.
+
+    Args:
+        submit_s: Every job's submit time, by id: where they never decrease, submission
+            order is id order and snapshots know that their ids ascend.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, submit_s: np.ndarray) -> None:
+        self.ascending = bool(np.all(np.diff(submit_s) >= 0))
         self.ids: dict[int, None] = {}
         self._stamp = 0
         self._snapshot: QueueSnapshot | None = None
@@ -152,6 +173,6 @@ class JobQueue:
         if self._snapshot is None:
             log = self._log
             self._snapshot = QueueSnapshot(
-                log, self._gone, self._head, len(log), self._stamp, len(self.ids)
+                log, self._gone, self._head, len(log), self._stamp, len(self.ids), self.ascending
             )
         return self._snapshot
