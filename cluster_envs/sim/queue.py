@@ -7,7 +7,7 @@ simulator. :class:`JobQueue` keeps, next to the insertion-ordered dict that
 the stamp at which it left the queue. A :class:`QueueSnapshot` is then just
 ``(log, head, end, stamp, length)``: it reads the entries of ``log[head:end]`` still in
 the queue at its stamp. Later changes only append past ``end`` or stamp entries with a
-larger stamp, so a snapshot never changes; when a third of the log is dead, or a
+larger stamp, so a snapshot never changes; when two thirds of the log are dead, or a
 preempted job goes back into the middle, the queue starts a new log (the old one stays
 with the snapshots that read it). Iterating a snapshot from the front costs only what is
 read (a FIFO scan that stops at the first job that does not fit); its length is O(1).
