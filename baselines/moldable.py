@@ -25,7 +25,7 @@ from cluster_envs.perf.speed import packed_shape
 from cluster_envs.policies.base import PlacementPolicy
 from cluster_envs.policies.context import PolicyContext
 from cluster_envs.policies.placement import ConsolidatedPlacement
-from cluster_envs.sim.view import ClusterView, JobStatus
+from cluster_envs.sim.view import ClusterView, JobStatus, JobTable
 from cluster_envs.types import NO_DECISION, Allocate, Decision, Placement
 
 #: The env's default parallelism levels.
@@ -245,6 +245,7 @@ class SjfScheduler(MoldableScheduler):
         """Forget the cached runtime keys."""
         self._keys: dict[int, tuple[float, float]] = {}
         self._keys_of: object = None
+        self._sizes: dict[tuple[tuple[int, ...], tuple[int, int, int]], int] = {}
 
     def _prepare(self, view: ClusterView, plan: Plan) -> None:
         # A queued job's key depends only on its progress (estimates do: see
@@ -261,16 +262,40 @@ class SjfScheduler(MoldableScheduler):
         levels = self._levels(job)
         return max((lv for lv in levels if lv <= job.num_gpus), default=levels[0])
 
+    def request_sizes(self, table: JobTable) -> list[int]:
+        """``_request(view.job(j))`` of each job of ``table``, from its GPU columns."""
+        sizes, levels = self._sizes, self.levels
+        out = []
+        columns = (table.num_gpus, table.min_gpus, table.max_gpus)
+        for shape in zip(*(column.tolist() for column in columns), strict=True):
+            n = sizes.get((levels, shape))
+            if n is None:
+                lo, hi = shape[1], shape[2]
+                clipped = sorted({min(max(int(lv), lo), hi) for lv in levels})
+                n = max((lv for lv in clipped if lv <= shape[0]), default=clipped[0])
+                sizes[levels, shape] = n
+            out.append(n)
+        return out
+
     def _choose(self, view: ClusterView, plan: Plan) -> tuple[int, Placement] | None:
         window = plan.window()
         ranked = []
-        done = view.job_table(window).iterations_done.tolist()
+        table = view.job_table(window)
+        done = table.iterations_done.tolist()
         for pos, (j, progress) in enumerate(zip(window, done, strict=True)):
             key = self._keys.get(j)
             if key is None or key[0] != progress:
                 key = self._keys[j] = (progress, self.runtime_key_s(view, view.job(j)))
             ranked.append((key[1], pos, j))
-        for _, _, j in sorted(ranked):
+        # A job asking for more GPUs than are free cannot start (plan.place says None):
+        # skip it without building its JobStatus (the table synced it already).
+        free, sizes = plan.num_free, None
+        cls = type(self)
+        if cls._request is SjfScheduler._request and cls._levels is MoldableScheduler._levels:
+            sizes = self.request_sizes(table)
+        for _, pos, j in sorted(ranked):
+            if sizes is not None and sizes[pos] > free:
+                continue
             job = view.job(j)
             placement = plan.place(job, self._request(job))
             if placement is not None:

@@ -7,12 +7,14 @@ directory (never committed). Then, each in a fresh child process pinned to one c
 
 * ``load``: ``load_workload(path)`` -- wall time and peak RSS (targets at 1M jobs:
   <= 15 s, <= 500 MiB);
-* ``replay``: load + ``run_episode(workload, "fifo", "philly")`` -- simulate time per
-  1k jobs (target: flat from 10k to 1M) and peak RSS (target at 1M: <= 90 s,
-  <= 1.5 GiB).
+* ``replay``: load + ``run_episode(workload, "fifo", "philly")`` (or ``--policy NAME``)
+  -- simulate time per 1k jobs (target: flat from 10k to 1M) and peak RSS (target at
+  1M: <= 90 s, <= 1.5 GiB).
 
 ``--code DIR`` runs the children against another checkout's ``cluster_envs`` (the
-"before" figures: ``git archive <commit> | tar -x -C DIR``). Usage::
+"before" figures: ``git archive <commit> | tar -x -C DIR``); without it they import
+whatever ``PYTHONPATH`` or the installed package gives (from a worktree: ``--code .``
+or ``PYTHONPATH=$PWD``). Usage::
 
     .venv/bin/python benchmarks/bench_scale.py --sizes 10000,100000,1000000 \
         --label after [--code /tmp/before --label before]
@@ -77,8 +79,8 @@ def _pin_one_core() -> None:
         os.sched_setaffinity(0, {core if core in allowed else min(allowed)})
 
 
-def child(mode: str, path: str) -> dict[str, float]:
-    """``load`` or ``replay`` the trace at ``path`` (runs in a child process)."""
+def child(mode: str, path: str, policy: str = "fifo") -> dict[str, float]:
+    """``load`` or ``replay`` (under ``policy``) the trace at ``path`` (in a child process)."""
     _pin_one_core()
     from cluster_envs.runner import run_episode
     from cluster_envs.workload import load_workload
@@ -88,7 +90,7 @@ def child(mode: str, path: str) -> dict[str, float]:
     t1, c1 = time.perf_counter(), time.process_time()
     out = {"num_jobs": len(workload), "load_s": t1 - t0, "load_cpu_s": c1 - c0}
     if mode == "replay":
-        result = run_episode(workload, "fifo", "philly")
+        result = run_episode(workload, policy, "philly")
         t2, c2 = time.perf_counter(), time.process_time()
         out.update(
             simulate_s=t2 - t1,
@@ -104,12 +106,12 @@ def child(mode: str, path: str) -> dict[str, float]:
     return out
 
 
-def _run_child(mode: str, path: Path, code: str | None) -> dict:
+def _run_child(mode: str, path: Path, code: str | None, policy: str = "fifo") -> dict:
     env = {**os.environ, **ONE_CORE_ENV}
     if code:
         env["PYTHONPATH"] = code
     out = subprocess.run(
-        [sys.executable, __file__, "--child", mode, str(path)],
+        [sys.executable, __file__, "--child", mode, str(path), policy],
         capture_output=True,
         text=True,
         check=True,
@@ -124,7 +126,8 @@ def _markdown(results: dict) -> str:
         "# Traces at scale (issue 11)",
         "",
         "Generated canonical traces (philly_sample resampled, seed 0, load 0.7 of the",
-        "`philly` cluster); FIFO replay with `run_episode(workload, 'fifo', 'philly')`.",
+        "`philly` cluster); FIFO replay with `run_episode(workload, 'fifo', 'philly')`",
+        "(another policy where a section names one).",
         "Each figure from a fresh child process pinned to one core (peak RSS = ru_maxrss).",
         "The machine is shared (load average ~10 on 2 cores while these ran): wall",
         "seconds are inflated several-fold; CPU seconds (process_time) are the steadier",
@@ -139,6 +142,8 @@ def _markdown(results: dict) -> str:
         lines += [f"## {label}", "", f"Command: `{entry['command']}`", ""]
         if entry.get("note"):
             lines += [entry["note"], ""]
+        if entry.get("policy", "fifo") != "fifo":
+            lines += [f"Policy: `{entry['policy']}`.", ""]
         lines += [
             "| jobs | load s (CPU s) | load peak RSS MiB | simulate s (CPU s) | "
             "simulate CPU s / 1k jobs | replay wall s | replay peak RSS MiB | mean queue |",
@@ -201,8 +206,9 @@ def main() -> None:
     parser.add_argument("--code", default=None, help="checkout whose cluster_envs to run")
     parser.add_argument("--note", default="")
     parser.add_argument("--load", type=float, default=0.7, help="offered load of the trace")
+    parser.add_argument("--policy", default="fifo", help="the replay's policy (a registered name)")
     parser.add_argument("--profile", type=int, help="cProfile N jobs instead")
-    parser.add_argument("--child", nargs=2, help=argparse.SUPPRESS)
+    parser.add_argument("--child", nargs="+", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
         print(json.dumps(child(*args.child)))
@@ -221,13 +227,14 @@ def main() -> None:
             generate_canonical(path, n, load=args.load)
             rows[str(n)] = {"load": _run_child("load", path, args.code)}
             if n in replay_sizes:
-                rows[str(n)]["replay"] = _run_child("replay", path, args.code)
+                rows[str(n)]["replay"] = _run_child("replay", path, args.code, args.policy)
             print(n, json.dumps(rows[str(n)]), flush=True)
     file = RESULTS / "scale.json"
     results = json.loads(file.read_text()) if file.exists() else {}
     results[args.label] = {
         "command": "python " + shlex.join(["benchmarks/bench_scale.py", *sys.argv[1:]]),
         "note": args.note,
+        "policy": args.policy,
         "machine": {"python": platform.python_version(), "cpus": os.cpu_count()},
         "rows": rows,
     }

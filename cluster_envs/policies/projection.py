@@ -41,6 +41,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from cluster_envs.policies.placement import SMALL_CLUSTER, consolidate
+from cluster_envs.sim.queue import QueueSnapshot
 from cluster_envs.types import Allocate, Decision, Placement
 
 if TYPE_CHECKING:
@@ -153,7 +154,9 @@ class AllocationState:
         ``previous``, the state of an earlier view of the same simulation, lends its
         bounds when its table shares the static columns of this one (same eligible ids).
         """
-        ids = eligible_ids((*view.queued_ids, *view.running_ids), num_slots)
+        queued = view.queued_ids  # only its num_slots smallest ids can be eligible
+        lowest = queued.smallest(num_slots) if isinstance(queued, QueueSnapshot) else queued
+        ids = eligible_ids((*lowest, *view.running_ids), num_slots)
         table = view.job_table(ids)
         held = table.num_gpus_held.tolist()
         free = np.asarray(view.free_gpus)
@@ -184,7 +187,8 @@ class AllocationState:
     @classmethod
     def from_sim(cls, sim: Simulator, num_slots: int) -> AllocationState:
         """The same state read straight from the simulator (cheaper, for envs)."""
-        ids = eligible_ids((*sim.queue, *sim.active), num_slots)
+        lowest = sim.queued_and_running_ids()[0].smallest(num_slots)
+        ids = eligible_ids((*lowest, *sim.active), num_slots)
         jobs, placements = sim.jobs, sim.placement
         placement = {j: placements[j] for j in ids}
         low, high = [jobs[j].min_gpus for j in ids], [jobs[j].max_gpus for j in ids]

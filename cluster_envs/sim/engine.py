@@ -23,7 +23,8 @@ from cluster_envs.sim.events import EV_COMPLETE, EV_RESCALED, EventQueue
 from cluster_envs.sim.inventory import GpuInventory
 from cluster_envs.sim.metrics import EpisodeRecord
 from cluster_envs.sim.observers import CALLBACKS, bound_callbacks
-from cluster_envs.sim.ordering import requeue, submission_rank
+from cluster_envs.sim.ordering import submission_rank
+from cluster_envs.sim.queue import JobQueue
 from cluster_envs.sim.rates import RateModel
 from cluster_envs.sim.state_api import SimulatorState
 from cluster_envs.sim.view import ClusterView, build_view
@@ -87,15 +88,15 @@ class Simulator(SimulatorState):
         self._goodput = per_job(self._jobs, lambda job: hasattr(job.speed, "goodput_rate"))
         self._total = np.array(job_column(self._jobs, "total_iterations"))
         self._asked = job_column(self._jobs, "num_gpus", np.int64)
-        self._queue: dict[int, None] = {}  # insertion-ordered set, submission order
         self._active: dict[int, None] = {}  # running or rescaling, start order
-        self._ids: tuple[tuple[int, ...], tuple[int, ...]] | None = None  # both, as tuples
+        self._running_ids: tuple[int, ...] | None = None  # tuple(active), for views
         self._now_s = 0.0
         self._num_finished = 0
         self._num_arrived = 0
         self._num_events = 0
         self._state_version = 0
         self._events = EventQueue(job_column(self._jobs, "submit_time_s"))
+        self._jobq = JobQueue(self._events.submit_s)  # sim.queue; O(1) snapshots for views
         self._contention = Contention(
             self._inventory.num_nodes, self._config.link_contention, self._config.node_interference
         )
@@ -164,8 +165,7 @@ class Simulator(SimulatorState):
 
     def _arrive(self, j: int) -> None:
         self._state[j] = _QUEUED
-        self._queue[j] = None
-        self._ids = None
+        self._jobq.add(j)
         self._num_arrived += 1
         self._state_version += 1
 
@@ -176,7 +176,7 @@ class Simulator(SimulatorState):
         self._finish_s[j] = self._now_s
         self._release(j)
         del self._active[j]
-        self._ids = None
+        self._running_ids = None
         self._num_finished += 1
         self._state_version += 1
         for callback in self._on["on_finish"]:
@@ -249,8 +249,8 @@ class Simulator(SimulatorState):
         if math.isnan(self._first_start_s[j]):
             self._first_start_s[j] = self._now_s
         self._active[j] = None
-        self._queue.pop(j, None)
-        self._ids = None
+        self._jobq.discard(j)
+        self._running_ids = None
         neighbours = self._contention.add(j, placement)
         if cost_s > 0:
             self._state[j] = _RESCALING
@@ -266,12 +266,12 @@ class Simulator(SimulatorState):
         self._set_rate(j, 0.0)
         self._release(j)
         del self._active[j]
-        self._ids = None
+        self._running_ids = None
         self._state[j] = _QUEUED
         self._num_restarts[j] += 1
         if self._rank_of is None:
             self._rank_of = submission_rank(self._events.submit_s)
-        requeue(self._queue, j, self._rank_of)
+        self._jobq.requeue(j, self._rank_of)
 
     def apply(self, decision: Decision) -> int:
         """Validate the whole decision (or raise InfeasibleDecisionError and change
@@ -322,7 +322,7 @@ class Simulator(SimulatorState):
         """Make this fork the world its scheduler believes in: queued and running jobs last
         their current (frozen) estimates, future arrivals are dropped (returns how many).
         Never call it on the simulator an env or runner is driving."""
-        ids = np.array([*self._queue, *self._active], dtype=np.int64)
+        ids = np.array([*self._jobq.ids, *self._active], dtype=np.int64)
         totals = self._estimator.freeze(ids)
         frozen = {}
         for j, total in zip(ids.tolist(), totals, strict=True):

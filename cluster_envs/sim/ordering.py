@@ -20,14 +20,16 @@ def submission_rank(submit_s: np.ndarray) -> Callable[[int], int]:
     return rank.tolist().__getitem__
 
 
-def requeue(queue: dict[int, None], j: int, rank_of: Callable[[int], int]) -> None:
+def requeue(queue: dict[int, None], j: int, rank_of: Callable[[int], int]) -> bool:
     """Insert ``j`` into ``queue`` in submission order: a binary search on the rank, then
-    one C-level rebuild of the dict in place (or an append when it goes last)."""
+    one C-level rebuild of the dict in place (or an append when it goes last: returns
+    True then)."""
     ids = list(queue)
     pos = bisect.bisect(ids, rank_of(j), key=rank_of)
     if pos == len(ids):
         queue[j] = None
-        return
+        return True
     ids.insert(pos, j)
     queue.clear()
     queue.update(dict.fromkeys(ids))
+    return False

@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from cluster_envs.sim.estimate import WorkEstimator
     from cluster_envs.sim.inventory import GpuInventory
     from cluster_envs.sim.metrics import EpisodeRecord
+    from cluster_envs.sim.queue import JobQueue, QueueSnapshot
     from cluster_envs.types import JobSpec, Placement
 
 #: Per-job arrays kept privately as ``_<name>`` and shown as read-only ``<name>`` views.
@@ -56,7 +57,6 @@ class SimulatorState:
 
     # The private storage the engine creates (declared for the type checker).
     _placement: list[Placement]
-    _queue: dict[int, None]
     _active: dict[int, None]
     _inventory: GpuInventory
     _contention: Contention
@@ -72,7 +72,8 @@ class SimulatorState:
     _num_restarts: np.ndarray
     _spec_table: dict[str, Any]
     _last_rows: tuple[Any, ...]
-    _ids: tuple[tuple[int, ...], tuple[int, ...]] | None
+    _jobq: JobQueue
+    _running_ids: tuple[int, ...] | None
     _asked: np.ndarray  # GPUs each job asked for
 
     def _sync_progress(self, j: int) -> None: ...  # the engine's
@@ -178,11 +179,12 @@ class SimulatorState:
         self._last_rows = (key, idx, static, pick)
         return idx, static, pick
 
-    def queued_and_running_ids(self) -> tuple[tuple[int, ...], tuple[int, ...]]:
-        """``(tuple(queue), tuple(active))``, kept until either changes (for views)."""
-        if self._ids is None:
-            self._ids = (tuple(self._queue), tuple(self._active))
-        return self._ids
+    def queued_and_running_ids(self) -> tuple[QueueSnapshot, tuple[int, ...]]:
+        """The queued ids (an O(1) snapshot that never changes, equal to
+        ``tuple(queue)`` now) and ``tuple(active)``, each kept until it changes (views)."""
+        if self._running_ids is None:
+            self._running_ids = tuple(self._active)
+        return self._jobq.snapshot(), self._running_ids
 
     def job_status(self, j: int) -> JobStatus:
         """What a scheduler may observe of submitted, unfinished job ``j`` right now."""
@@ -220,7 +222,7 @@ class SimulatorState:
             setattr(self, f"_{name}_ro", frozen(getattr(self, f"_{name}")))
         self._placement_ro = ListView(self._placement)
         self._queue_ro, self._active_ro = (
-            MappingProxyType(self._queue),
+            MappingProxyType(self._jobq.ids),
             MappingProxyType(self._active),
         )
         self._inventory_ro = InventoryView(self._inventory)

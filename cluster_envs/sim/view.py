@@ -120,7 +120,8 @@ class ClusterView:
         total_gpus: GPUs per node (read-only).
         node_speed: Compute speed of each node's GPU type relative to a T4 (read-only).
         network_speed: Inter-node bandwidth relative to the Pollux testbed.
-        queued_ids: Queued job ids, in queue order (submission order).
+        queued_ids: Queued job ids, in queue order (submission order): a sequence that
+            compares and hashes like their tuple (built in O(1); see sim/queue.py).
         running_ids: Running and rescaling job ids, in start order.
         num_pending: Jobs of the workload not yet submitted (their details are hidden).
         num_finished: Jobs finished so far.
@@ -155,7 +156,7 @@ class ClusterView:
         total_gpus: np.ndarray,
         node_speed: np.ndarray,
         network_speed: float,
-        queued_ids: tuple[int, ...],
+        queued_ids: Sequence[int],
         running_ids: tuple[int, ...],
         num_pending: int,
         num_finished: int,
