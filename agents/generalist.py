@@ -115,6 +115,17 @@ def spec_of(name: str) -> EnvSpec:
     raise SystemExit(f"unknown --env {name!r}; choose one of {', '.join(ENV_SPECS)}")
 
 
+def with_observation_of(model: Any, spec: EnvSpec) -> EnvSpec:
+    """``spec`` with the observation ``model`` was trained on: ``scale_free_hints`` when its
+    observation has hint fields (``pick=``/``next=``), else ``scale_free``."""
+    from cluster_envs.envs.layout import layout_of
+
+    layout = layout_of(model.observation_space)
+    fields = layout.slot_fields if layout is not None else ()
+    hinted = any(f.startswith(("pick=", "next=")) for f in fields)
+    return dataclasses.replace(spec, observation="scale_free_hints" if hinted else "scale_free")
+
+
 def families_of(names: str, spec: EnvSpec) -> list[str]:
     """A comma-separated family list; ``all`` (or the env's short name): every family."""
     from cluster_envs.workload.families import family_names
@@ -250,6 +261,8 @@ def train(args: argparse.Namespace) -> None:
     spec = spec_of(args.env)
     if args.no_hints:  # the ablation: JobPlacement's scale-free fields without the hints
         spec = dataclasses.replace(spec, observation="scale_free")
+    if args.hints:  # MoldableScheduling with its heuristic hints (moldable_hints.py)
+        spec = dataclasses.replace(spec, observation="scale_free_hints")
     teacher = spec.teacher if args.teacher is None else args.teacher
 
     def thunk(i: int) -> Any:
@@ -309,6 +322,7 @@ def evaluate(args: argparse.Namespace) -> None:
     torch.set_num_threads(1)
     spec = spec_of(args.env)
     model = MaskablePPO.load(args.model, device="cpu")
+    spec = with_observation_of(model, spec)  # the observation the model was trained on
     seeds = range(args.seeds[0], args.seeds[1] + 1)
     split = args.split
     families = families_of(args.families, spec)
@@ -427,6 +441,11 @@ def main(argv: list[str] | None = None) -> None:
         "--no-hints",
         action="store_true",
         help="ablation (placement): observation 'scale_free', without the heuristic hints",
+    )
+    t.add_argument(
+        "--hints",
+        action="store_true",
+        help="observation 'scale_free_hints' (moldable: each candidate heuristic's action now)",
     )
     t.add_argument("--hidden", type=int, default=64)
     t.add_argument("--n-steps", type=int, default=256)
