@@ -289,8 +289,14 @@ def train(args: argparse.Namespace) -> None:
     curve = ValCurve(val_families, args.eval_freq, out, args.num_jobs, spec)
     record: dict[str, Any] = {"args": vars(args), "env_id": spec.env_id,
                               "env_kwargs": {"observation": spec.observation}}  # fmt: skip
+    if args.init_model:  # the weights of an earlier run (e.g. its BC/DAgger policy)
+        init = MaskablePPO.load(args.init_model, device="cpu")
+        model.policy.load_state_dict(init.policy.state_dict())
+        earlier = Path(args.init_model).parent / "train.json"
+        before = json.loads(earlier.read_text()).get("warm_start", {}) if earlier.is_file() else {}
+        record["warm_start"] = {**before, "init_model": args.init_model}
     # --pretrain-episodes 0 (or --teacher ''): no warm start, PPO from random weights.
-    if teacher and args.pretrain_episodes > 0:
+    elif teacher and args.pretrain_episodes > 0:
         settings = PretrainSettings(teacher=teacher, episodes=args.pretrain_episodes,
                                     epochs=args.pretrain_epochs,
                                     dagger_rounds=args.dagger_rounds)  # fmt: skip
@@ -469,6 +475,12 @@ def main(argv: list[str] | None = None) -> None:
         "(each its own cluster; 'all' or the env's name: every family); default: --family",
     )
     t.add_argument("--dagger-rounds", type=int, default=1)
+    t.add_argument(
+        "--init-model",
+        default="",
+        help="start from this model's weights instead of a warm start (e.g. an earlier "
+        "run's best_model.zip after BC/DAgger with --timesteps 0)",
+    )
     t.add_argument("--eval-freq", type=int, default=2048)
     e = sub.add_parser("evaluate")
     e.add_argument("--model", required=True)
