@@ -35,8 +35,9 @@ def test_hinted_clone_of_threshold_eta_replays_it_on_another_split(tmp_path: Pat
         assert rows[fam]["agent"] != rows[fam]["max-parallelism"]
 
 
-def test_the_plain_observation_is_kept_for_models_without_hints(tmp_path: Path) -> None:
-    path = Path("benchmarks/results/generalist_candidate/MoldableScheduling-v0-generalist.zip")
+def test_the_plain_observation_is_kept_for_models_without_hints() -> None:
+    root = Path(__file__).resolve().parents[1]
+    path = root / "benchmarks/results/generalist_candidate/MoldableScheduling-v0-generalist.zip"
     model = MaskablePPO.load(path, device="cpu")
     spec = generalist.with_observation_of(model, generalist.MOLDABLE)
     assert spec.observation == "scale_free"
