@@ -115,6 +115,17 @@ def spec_of(name: str) -> EnvSpec:
     raise SystemExit(f"unknown --env {name!r}; choose one of {', '.join(ENV_SPECS)}")
 
 
+def with_observation_of(model: Any, spec: EnvSpec) -> EnvSpec:
+    """``spec`` with the observation ``model`` was trained on: ``scale_free_hints`` when its
+    observation has hint fields (``pick=``/``next=``), else ``scale_free``."""
+    from cluster_envs.envs.layout import layout_of
+
+    layout = layout_of(model.observation_space)
+    fields = layout.slot_fields if layout is not None else ()
+    hinted = any(f.startswith(("pick=", "next=")) for f in fields)
+    return dataclasses.replace(spec, observation="scale_free_hints" if hinted else "scale_free")
+
+
 def families_of(names: str, spec: EnvSpec) -> list[str]:
     """A comma-separated family list; ``all`` (or the env's short name): every family."""
     from cluster_envs.workload.families import family_names
@@ -250,6 +261,8 @@ def train(args: argparse.Namespace) -> None:
     spec = spec_of(args.env)
     if args.no_hints:  # the ablation: JobPlacement's scale-free fields without the hints
         spec = dataclasses.replace(spec, observation="scale_free")
+    if args.hints:  # MoldableScheduling with its heuristic hints (moldable_hints.py)
+        spec = dataclasses.replace(spec, observation="scale_free_hints")
     teacher = spec.teacher if args.teacher is None else args.teacher
 
     def thunk(i: int) -> Any:
@@ -276,8 +289,14 @@ def train(args: argparse.Namespace) -> None:
     curve = ValCurve(val_families, args.eval_freq, out, args.num_jobs, spec)
     record: dict[str, Any] = {"args": vars(args), "env_id": spec.env_id,
                               "env_kwargs": {"observation": spec.observation}}  # fmt: skip
+    if args.init_model:  # the weights of an earlier run (e.g. its BC/DAgger policy)
+        init = MaskablePPO.load(args.init_model, device="cpu")
+        model.policy.load_state_dict(init.policy.state_dict())
+        earlier = Path(args.init_model).parent / "train.json"
+        before = json.loads(earlier.read_text()).get("warm_start", {}) if earlier.is_file() else {}
+        record["warm_start"] = {**before, "init_model": args.init_model}
     # --pretrain-episodes 0 (or --teacher ''): no warm start, PPO from random weights.
-    if teacher and args.pretrain_episodes > 0:
+    elif teacher and args.pretrain_episodes > 0:
         settings = PretrainSettings(teacher=teacher, episodes=args.pretrain_episodes,
                                     epochs=args.pretrain_epochs,
                                     dagger_rounds=args.dagger_rounds)  # fmt: skip
@@ -309,6 +328,7 @@ def evaluate(args: argparse.Namespace) -> None:
     torch.set_num_threads(1)
     spec = spec_of(args.env)
     model = MaskablePPO.load(args.model, device="cpu")
+    spec = with_observation_of(model, spec)  # the observation the model was trained on
     seeds = range(args.seeds[0], args.seeds[1] + 1)
     split = args.split
     families = families_of(args.families, spec)
@@ -428,6 +448,11 @@ def main(argv: list[str] | None = None) -> None:
         action="store_true",
         help="ablation (placement): observation 'scale_free', without the heuristic hints",
     )
+    t.add_argument(
+        "--hints",
+        action="store_true",
+        help="observation 'scale_free_hints' (moldable: each candidate heuristic's action now)",
+    )
     t.add_argument("--hidden", type=int, default=64)
     t.add_argument("--n-steps", type=int, default=256)
     t.add_argument("--batch-size", type=int, default=256)
@@ -450,6 +475,12 @@ def main(argv: list[str] | None = None) -> None:
         "(each its own cluster; 'all' or the env's name: every family); default: --family",
     )
     t.add_argument("--dagger-rounds", type=int, default=1)
+    t.add_argument(
+        "--init-model",
+        default="",
+        help="start from this model's weights instead of a warm start (e.g. an earlier "
+        "run's best_model.zip after BC/DAgger with --timesteps 0)",
+    )
     t.add_argument("--eval-freq", type=int, default=2048)
     e = sub.add_parser("evaluate")
     e.add_argument("--model", required=True)

@@ -24,6 +24,11 @@
 #   lookahead      the candidate's budget with the lookahead teacher (agents/teacher.py) instead
 #                  of threshold-eta for BC and DAgger
 #   imitate        lookahead without PPO (--timesteps 0): the policy after its BC + 1 DAgger round
+#   hints          imitate on observation scale_free_hints (--hints: each candidate heuristic's
+#                  action now, cluster_envs/envs/moldable_hints.py); `imitate` is its no-hints
+#                  ablation. PPO on top (12k steps from its weights):
+#                  `python -m agents.generalist train --hints --init-model RUN/best_model.zip
+#                  --teacher lookahead --timesteps 12000 --eval-freq 2048 --out RUN_PPO`
 set -euo pipefail
 cd "$(dirname "$0")/.."
 RUN=${RUN:-runs/generalist/full}
@@ -38,7 +43,8 @@ case "${RECIPE:-}" in
                       --demo-families moldable) ;;
     lookahead) BUDGET+=(--teacher lookahead) ;;
     imitate) BUDGET+=(--teacher lookahead --timesteps 0) ;;
-    *) echo "unknown RECIPE=${RECIPE} (long|families|lookahead|imitate)" >&2; exit 2 ;;
+    hints) BUDGET+=(--teacher lookahead --timesteps 0 --hints) ;;
+    *) echo "unknown RECIPE=${RECIPE} (long|families|lookahead|imitate|hints)" >&2; exit 2 ;;
 esac
 EXTRA=()
 case "${ABLATION:-}" in

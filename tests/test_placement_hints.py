@@ -121,9 +121,7 @@ def test_hints_do_not_depend_on_the_encoder_cache() -> None:
     assert sum(checked) > 5
 
 
-@pytest.mark.parametrize(
-    "env_id", ["cluster_envs/MoldableScheduling-v0", "cluster_envs/MetisAllocation-v0"]
-)
-def test_hints_exist_only_on_job_placement(env_id: str) -> None:
+def test_metis_has_no_hints() -> None:
+    """(MoldableScheduling has its own hints: tests/test_moldable_hints.py.)"""
     with pytest.raises(ConfigError, match="only on JobPlacement-v0"):
-        gym.make(env_id, preset="toy", observation="scale_free_hints")
+        gym.make("cluster_envs/MetisAllocation-v0", preset="toy", observation="scale_free_hints")

@@ -17,6 +17,7 @@ from cluster_envs.envs.base import ClusterEnvBase
 from cluster_envs.envs.config import split_kwargs
 from cluster_envs.envs.episodes import SYNTHETIC_JOBS
 from cluster_envs.envs.jct_reward import JctReward
+from cluster_envs.envs.moldable_hints import MoldableHints
 from cluster_envs.envs.scale_free import moldable_encoder
 from cluster_envs.errors import ConfigError, InfeasibleDecisionError
 from cluster_envs.policies.context import PolicyContext
@@ -36,8 +37,10 @@ class MoldableConfig:
         reward_scale_s: Reward = -(jobs in system) * dt / reward_scale_s.
         num_running_slots: Running jobs whose remaining time is shown (shortest first).
         placement: ``"first-fit"`` or ``"best-fit"`` consolidated placement.
-        observation: ``"default"`` or ``"scale_free"`` (fields that do not depend on
-            the cluster size, queue length or load: :mod:`cluster_envs.envs.scale_free`).
+        observation: ``"default"``, ``"scale_free"`` (fields that do not depend on
+            the cluster size, queue length or load: :mod:`cluster_envs.envs.scale_free`)
+            or ``"scale_free_hints"`` (those and each candidate heuristic's action now:
+            :mod:`cluster_envs.envs.moldable_hints`).
     """
 
     cluster: str = "small"
@@ -164,7 +167,11 @@ class MoldableSchedulingEnv(ClusterEnvBase):
         self.config = config
         self.levels = config.levels
         self.placement_policy = ConsolidatedPlacement(config.placement)
-        self.encoder = moldable_encoder(config, self.cluster)
+        self.encoder = moldable_encoder(
+            config,
+            self.cluster,
+            lambda: MoldableHints(self.policy, self.action_for, config.window, config.levels),
+        )
         k, p = config.window, len(config.levels)
         self.wait_action = k * p
         self.action_space = spaces.Discrete(k * p + 1)
@@ -198,6 +205,9 @@ class MoldableSchedulingEnv(ClusterEnvBase):
     def _on_reset(self) -> None:
         self._mask_version = self._window_version = -1
         self.encoder.reset()
+        hints = getattr(self.encoder, "hints", None)
+        if hints is not None:
+            hints.reset(self.episode_seed)
 
     def _take_action(self, action: int) -> Outcome:
         if action == self.wait_action:

@@ -35,6 +35,7 @@ import numpy as np
 from cluster_envs.config import ClusterConfig, suggest
 from cluster_envs.envs.features import MODEL_NAMES, MoldableEncoder
 from cluster_envs.envs.layout import ObsLayout
+from cluster_envs.envs.moldable_hints import GLOBAL_FIELDS, MoldableHints, slot_fields
 from cluster_envs.envs.normalise import model_index, norm_time, prior_curve_features, squash
 from cluster_envs.envs.placement_features import NODE_FIELDS, PlacementEncoder
 from cluster_envs.envs.placement_hints import HINT_FIELDS, PlacementHints
@@ -44,8 +45,9 @@ from cluster_envs.perf.speed import packed_shape
 if TYPE_CHECKING:
     from cluster_envs.sim.engine import Simulator
 
-#: Values of the envs' ``observation`` kwarg (``scale_free_hints``: JobPlacement only, the
-#: scale-free fields plus heuristic hints, :mod:`cluster_envs.envs.placement_hints`).
+#: Values of the envs' ``observation`` kwarg (``scale_free_hints``: JobPlacement and
+#: MoldableScheduling, the scale-free fields plus heuristic hints,
+#: :mod:`cluster_envs.envs.placement_hints`, :mod:`cluster_envs.envs.moldable_hints`).
 OBSERVATIONS = ("default", "scale_free", "scale_free_hints")
 #: ``tau`` when no job is in the system (s).
 DEFAULT_TIME_SCALE_S = 3600.0
@@ -75,8 +77,8 @@ def make_encoder(
     if kind == "scale_free_hints":
         if hints is None:
             raise ConfigError(
-                "observation 'scale_free_hints' exists only on JobPlacement-v0; "
-                "use 'scale_free' here"
+                "observation 'scale_free_hints' exists only on JobPlacement-v0 and "
+                "MoldableScheduling-v0; use 'scale_free' here"
             )
         return hints()
     return scale_free() if kind == "scale_free" else default()
@@ -127,10 +129,14 @@ class ScaleFreeMoldableEncoder(MoldableEncoder):
     ``released_within_<h>tau`` (fraction of the cluster's GPUs whose job is estimated to
     finish within h tau), ``queued_jobs_per_gpu`` (squashed), ``beyond_window_fraction``
     (of the queue) and ``queued_gpu_demand`` (over the cluster's GPUs, squashed).
+    With ``hints``, each slot also has the ``pick=<h>@<L>`` fields and the global block
+    the ``wait=<h>`` fields of :mod:`cluster_envs.envs.moldable_hints` (each at the end).
     """
 
-    def __init__(self, config: Any, cluster: ClusterConfig) -> None:
+    def __init__(self, config: Any, cluster: ClusterConfig,
+                 hints: MoldableHints | None = None) -> None:  # fmt: skip
         super().__init__(config, cluster)
+        self.hints = hints
         per_slot = ["present", "age", "requested_gpus", "min_gpus", "max_gpus"]
         per_slot += [f"est_runtime@{lv}" for lv in self.levels]
         per_slot += [f"feasible@{lv}" for lv in self.levels]
@@ -141,6 +147,9 @@ class ScaleFreeMoldableEncoder(MoldableEncoder):
         glob += ["running_jobs_per_gpu"]
         glob += [f"released_within_{h:g}tau" for h in RELEASE_HORIZONS]
         glob += ["queued_jobs_per_gpu", "beyond_window_fraction", "queued_gpu_demand"]
+        if hints is not None:
+            per_slot += slot_fields(self.levels)
+            glob += GLOBAL_FIELDS
         self.layout = ObsLayout(tuple(per_slot), config.window, tuple(glob))
         self.slot_size, self.cluster_size = self.layout.slot_size, self.layout.global_size
         self.space = self.layout.space()
@@ -192,6 +201,10 @@ class ScaleFreeMoldableEncoder(MoldableEncoder):
         obs[c] = squash(queued / inv.num_gpus)
         obs[c + 1] = max(queued - len(window), 0) / queued if queued else 0.0
         obs[c + 2] = squash(sum(sim.jobs[j].num_gpus for j in sim.queue) / inv.num_gpus)
+        if self.hints is not None:
+            picks, waits = self.hints.fields(sim)
+            slots[:, slots.shape[1] - picks.shape[1] :] = picks
+            obs[obs.size - len(waits) :] = waits
         return obs
 
 
@@ -297,12 +310,16 @@ class ScaleFreePlacementEncoder(PlacementEncoder):
         return obs
 
 
-def moldable_encoder(config: Any, cluster: ClusterConfig) -> MoldableEncoder:
-    """The MoldableScheduling encoder ``config.observation`` names."""
+def moldable_encoder(
+    config: Any, cluster: ClusterConfig, hints: Callable[[], MoldableHints] | None = None
+) -> MoldableEncoder:
+    """The MoldableScheduling encoder ``config.observation`` names (``hints()`` builds the
+    heuristic hints of ``scale_free_hints``; without it that observation is refused)."""
     return make_encoder(
         config,
         lambda: MoldableEncoder(config, cluster),
         lambda: ScaleFreeMoldableEncoder(config, cluster),
+        None if hints is None else lambda: ScaleFreeMoldableEncoder(config, cluster, hints()),
     )
 
 
