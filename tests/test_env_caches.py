@@ -29,7 +29,10 @@ CASES = [
         "JobPlacement-v0",
     )
     for obs in ("default", "scale_free")
-] + [("cluster_envs/JobPlacement-v0", "scale_free_hints")]
+] + [
+    (f"cluster_envs/{name}", "scale_free_hints")
+    for name in ("MoldableScheduling-v0", "JobPlacement-v0")
+]
 
 
 def _uncached(env: ClusterEnvBase) -> Any:
