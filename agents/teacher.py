@@ -114,17 +114,20 @@ class LookaheadTeacher:
         for rank, (_name, policy) in enumerate(self._policies):
             decision = policy.decide(sim.view())
             try:
-                action = base.action_for(decision)
+                base.action_for(decision)
             except InfeasibleDecisionError:
                 continue  # this candidate's choice is one the env cannot express
             cost = self._cost(sim, policy, decision, known)
             if best is None or (cost, rank) < (best[0], best[1]):
-                best = (cost, rank, action)
+                best = (cost, rank, decision)
         if best is None:
             raise ConfigError(f"{self.name}: no candidate's decision fits the env")
         chosen = self.candidates[best[1]]
         self.choices[chosen] = self.choices.get(chosen, 0) + 1
-        return best[2]
+        # action_for may store a multi-step plan (JobPlacement: the job's remaining nodes,
+        # replayed by pending_action): ask it last for the CHOSEN decision, or the env
+        # would follow the plan of whichever candidate was tried last.
+        return base.action_for(best[2])
 
     def _cost(self, sim: Any, policy: Any, decision: Any, known: np.ndarray) -> float:
         """Total believed completion time (s after now) of the ``known`` jobs."""

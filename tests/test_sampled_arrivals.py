@@ -10,7 +10,7 @@ import pytest
 
 import cluster_envs  # noqa: F401
 from agents.teacher import LookaheadTeacher, make_teacher
-from cluster_envs.envs.rollout import HeuristicAgent
+from cluster_envs.envs.rollout import HeuristicAgent, rollout
 from cluster_envs.errors import ConfigError
 from cluster_envs.sim.fork import fork_believed, play_ahead
 from cluster_envs.sim.sampled import add_sampled_arrivals
@@ -119,3 +119,19 @@ def test_lookahead_arrivals_teacher_name() -> None:
     assert teacher is not None and teacher.arrivals == "sampled" and teacher.num_samples > 0
     plain = make_teacher("lookahead:fifo", PLACEMENT)
     assert plain is not None and plain.num_samples == 0
+
+
+def test_lookahead_follows_the_chosen_candidates_whole_placement() -> None:
+    """Regression: JobPlacement's action_for stores a multi-node plan; the teacher must
+    leave the chosen candidate's plan pending, not the last one tried (here spread)."""
+
+    class PreferFirst(LookaheadTeacher):
+        def _cost(self, sim: Any, policy: Any, decision: Any, known: np.ndarray) -> float:
+            return 0.0  # a tie: the first candidate (first-fit) always wins
+
+    env = gym.make(PLACEMENT, family="synthetic-16", split="validation")
+    fifo = rollout(env, HeuristicAgent("fifo"), 500).metrics["avg_jct_s"]
+    spread = rollout(env, HeuristicAgent("fifo-spread"), 500).metrics["avg_jct_s"]
+    taught = rollout(env, PreferFirst(("fifo", "fifo-spread")), 500).metrics["avg_jct_s"]
+    assert spread != fifo  # the two rules differ on this episode ...
+    assert taught == fifo  # ... and the teacher plays first-fit's placements exactly
