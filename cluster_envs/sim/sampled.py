@@ -17,18 +17,20 @@ Call it only on a fork on which ``believe_estimates`` has run.
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from cluster_envs.errors import ConfigError
 from cluster_envs.types import JobState
 
+if TYPE_CHECKING:
+    from cluster_envs.sim.engine import Simulator
+
 _PENDING = int(JobState.PENDING)
-_SPEC_INTS = ("num_gpus", "min_gpus", "max_gpus", "batch_size")  # as sim.state_api's
 
 
-def add_sampled_arrivals(sim: Any, count: int, seed: int | tuple[int, ...]) -> np.ndarray:
+def add_sampled_arrivals(sim: Simulator, count: int, seed: int | tuple[int, ...]) -> np.ndarray:
     """Add up to ``count`` sampled future arrivals to the believed fork ``sim``.
 
     Args:
@@ -41,10 +43,10 @@ def add_sampled_arrivals(sim: Any, count: int, seed: int | tuple[int, ...]) -> n
     """
     if isinstance(count, bool) or not isinstance(count, int) or count < 0:
         raise ConfigError(f"sampled arrivals count must be an int >= 0, got {count!r}")
-    state = sim._state
+    state = sim.state
     arrived = np.flatnonzero(state != _PENDING)
     slots = np.flatnonzero(state == _PENDING)  # ids of jobs not arrived: written, never read
-    now = float(sim._now_s)
+    now = float(sim.now_s)
     count = min(count, len(slots))
     if count == 0 or len(arrived) == 0 or now <= 0:
         return np.zeros(0, dtype=np.int64)
@@ -53,52 +55,13 @@ def add_sampled_arrivals(sim: Any, count: int, seed: int | tuple[int, ...]) -> n
     times = now + np.cumsum(rng.exponential(1.0 / rate, size=count))
     sources = rng.choice(arrived, size=count, replace=True)
     slots = slots[:count]
-    specs = {}
+    # Believed lengths: a believed fork's queued/running jobs last their frozen estimates,
+    # a finished job its observed length.
+    jobs, specs = sim.jobs, {}
     for slot, src, t in zip(slots.tolist(), sources.tolist(), times.tolist(), strict=True):
-        total = max(float(sim._total[src]), 1e-9)  # believed (frozen or observed) length
         specs[slot] = replace(
-            sim._jobs[src], job_id=slot, submit_time_s=t, total_iterations=total,
-            name=f"sampled-{slot}-of-{src}",
+            jobs[src], job_id=slot, submit_time_s=t, name=f"sampled-{slot}-of-{src}",
+            total_iterations=max(float(jobs[src].total_iterations), 1e-9),
         )  # fmt: skip
-    _install(sim, specs)
+    sim.replace_future(specs)
     return slots
-
-
-def _install(sim: Any, specs: dict[int, Any]) -> None:
-    """Overwrite the slots' specs and per-job columns; make them the fork's arrivals."""
-    replace_jobs = getattr(sim._jobs, "replace_jobs", None)
-    if replace_jobs is not None:
-        sim._jobs = replace_jobs(specs)
-    else:
-        jobs = list(sim._jobs)
-        for j, spec in specs.items():
-            jobs[j] = spec
-        sim._jobs = tuple(jobs)
-    est = sim._estimator
-    events = sim._events
-    for j, spec in specs.items():
-        sim._total[j] = spec.total_iterations
-        sim._asked[j] = spec.num_gpus
-        sim._batch_size[j] = spec.batch_size
-        sim._speeds[j] = spec.speed
-        sim._goodput[j] = hasattr(spec.speed, "goodput_rate")
-        events.submit_s[j] = spec.submit_time_s
-        est._total[j] = spec.total_iterations  # believed: frozen, never refitted
-        est._fit_count[j] = np.iinfo(np.int64).max
-        est._prior[j] = np.nan
-        est._interval[j] = 0.0
-    ids = np.fromiter(specs, dtype=np.int64, count=len(specs))
-    times = np.array([specs[j].submit_time_s for j in ids.tolist()])
-    order = np.lexsort((ids, times))
-    events._arrival_s = times[order]
-    events._arrival_job = ids[order]
-    events._next = 0
-    events._next_arrival_s = float(events._arrival_s[0])
-    table = sim.__dict__.get("_spec_table")  # the views' static columns: patch the slots
-    if table is not None:
-        for j, spec in specs.items():
-            table["submit_time_s"][j] = spec.submit_time_s
-            table["ints"][:, j] = [getattr(spec, name) for name in _SPEC_INTS]
-            table["model"][j], table["speed"][j] = spec.model, spec.speed
-    sim.__dict__.pop("_last_rows", None)
-    sim._state_version += 1
