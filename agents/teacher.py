@@ -25,12 +25,15 @@ import numpy as np
 
 from cluster_envs.errors import ConfigError, InfeasibleDecisionError
 from cluster_envs.sim.fork import fork_believed, play_ahead, settle
+from cluster_envs.sim.sampled import add_sampled_arrivals
 
 #: Candidates of the moldable lookahead: the heuristics that win some family
 #: (benchmarks/results/generalization_heuristics.md) plus the greedy extremes.
 MOLDABLE_CANDIDATES = (
     "threshold-eta", "sjf", "tetris", "easy-backfill", "best-threshold", "max-parallelism",
 )  # fmt: skip
+#: Values of LookaheadTeacher's ``arrivals`` option.
+ARRIVALS = ("none", "sampled")
 #: Candidates on JobPlacement.
 PLACEMENT_CANDIDATES = ("fifo", "fifo-best-fit", "fifo-spread")
 
@@ -41,17 +44,42 @@ class LookaheadTeacher:
     Args:
         candidates: Registered heuristic names tried at every decision.
         horizon_s: How far each fork is played (s); ``None``: until the jobs known now
-            have all finished (no arrival is left in a believed fork, so this ends).
+            (and the sampled ones) have all finished (a believed fork's arrivals are
+            finite, so this ends).
+        arrivals: ``"none"``: the forks drop the future; ``"sampled"``: each fork gets
+            ``num_samples`` future jobs resampled from those submitted so far
+            (:func:`cluster_envs.sim.sampled.add_sampled_arrivals`; the same draw for
+            every candidate at one decision, seeded by the episode seed and the decision
+            index), and the cost adds the sampled jobs' believed completion times.
+        num_samples: Sampled future jobs per fork (with ``arrivals="sampled"``).
     """
 
-    def __init__(self, candidates: Sequence[str], horizon_s: float | None = None) -> None:
+    def __init__(
+        self,
+        candidates: Sequence[str],
+        horizon_s: float | None = None,
+        arrivals: str = "none",
+        num_samples: int = 16,
+    ) -> None:
         if not candidates:
             raise ConfigError("LookaheadTeacher needs at least one candidate heuristic")
         if horizon_s is not None and not horizon_s > 0:
             raise ConfigError(f"LookaheadTeacher horizon_s must be > 0, got {horizon_s}")
+        if arrivals not in ARRIVALS:
+            raise ConfigError(
+                f"LookaheadTeacher arrivals must be one of {ARRIVALS}, got {arrivals!r}"
+            )
+        if isinstance(num_samples, bool) or not isinstance(num_samples, int) or num_samples < 1:
+            raise ConfigError(
+                f"LookaheadTeacher num_samples must be an int >= 1, got {num_samples!r}"
+            )
         self.candidates = tuple(candidates)
         self.horizon_s = horizon_s
-        self.name = "lookahead(" + ",".join(self.candidates) + ")"
+        self.num_samples = num_samples if arrivals == "sampled" else 0
+        self.arrivals = arrivals
+        suffix = f";arrivals={num_samples}" if self.num_samples else ""
+        self.name = "lookahead(" + ",".join(self.candidates) + suffix + ")"
+        self._decision = 0
         self._policies: list[tuple[str, Any]] = []
         self._env: Any = None
         self._seed: int | None = 0
@@ -60,6 +88,7 @@ class LookaheadTeacher:
     def reset(self, seed: int | None = None) -> None:
         """Forget the configured candidates (a new episode reconfigures them)."""
         self._seed, self._env, self._policies = seed, None, []
+        self._decision = 0
 
     def _configure(self, base: Any) -> None:
         if base is not self._env:
@@ -80,38 +109,47 @@ class LookaheadTeacher:
         self._configure(base)
         sim = base.sim
         known = np.array([*sim.queue, *sim.active], dtype=np.int64)
+        self._decision += 1
         best: tuple[float, int, Any] | None = None
         for rank, (_name, policy) in enumerate(self._policies):
             decision = policy.decide(sim.view())
             try:
-                action = base.action_for(decision)
+                base.action_for(decision)
             except InfeasibleDecisionError:
                 continue  # this candidate's choice is one the env cannot express
             cost = self._cost(sim, policy, decision, known)
             if best is None or (cost, rank) < (best[0], best[1]):
-                best = (cost, rank, action)
+                best = (cost, rank, decision)
         if best is None:
             raise ConfigError(f"{self.name}: no candidate's decision fits the env")
         chosen = self.candidates[best[1]]
         self.choices[chosen] = self.choices.get(chosen, 0) + 1
-        return best[2]
+        # action_for may store a multi-step plan (JobPlacement: the job's remaining nodes,
+        # replayed by pending_action): ask it last for the CHOSEN decision, or the env
+        # would follow the plan of whichever candidate was tried last.
+        return base.action_for(best[2])
 
     def _cost(self, sim: Any, policy: Any, decision: Any, known: np.ndarray) -> float:
         """Total believed completion time (s after now) of the ``known`` jobs."""
         now = sim.now_s
+        draw = (0 if self._seed is None else int(self._seed), self._decision)
         fork, fork_policy = fork_believed(sim, policy)
+        sampled = add_sampled_arrivals(fork, self.num_samples, draw)
         fork.apply(decision)
         if fork.queue:
             settle(fork, fork_policy)
         until = math.inf if self.horizon_s is None else now + self.horizon_s
         play_ahead(fork, fork_policy, until)
-        finish = fork.finish_s[known]
+        ids = np.concatenate([known, sampled])
+        submit = [fork.jobs[int(j)].submit_time_s for j in sampled]
+        start = np.concatenate([np.full(len(known), now), np.asarray(submit, dtype=float)])
+        finish = fork.finish_s[ids]
         if np.isnan(finish).any():
             if self.horizon_s is None:
-                return math.inf  # the candidate left known jobs waiting forever
+                return math.inf  # the candidate left jobs waiting forever
             left = np.isnan(finish)
-            finish = np.where(left, until + self._left_s(fork, known[left]).sum(), finish)
-        return float(np.sum(finish - now))
+            finish = np.where(left, until + self._left_s(fork, ids[left]).sum(), finish)
+        return float(np.sum(finish - start))
 
     @staticmethod
     def _left_s(fork: Any, ids: np.ndarray) -> np.ndarray:
@@ -123,18 +161,21 @@ class LookaheadTeacher:
 
 
 def make_teacher(name: str, env_id: str) -> LookaheadTeacher | None:
-    """The teacher agent ``name`` names (``lookahead``; ``lookahead:a,b,c``), or ``None``
-    when ``name`` is a plain heuristic."""
-    if name != "lookahead" and not name.startswith("lookahead:"):
+    """The teacher agent ``name`` names (``lookahead``; ``lookahead:a,b,c``; the same with
+    ``lookahead-arrivals``: sampled future arrivals in the forks), or ``None`` when
+    ``name`` is a plain heuristic."""
+    base, _, listed = name.partition(":")
+    if base not in TEACHERS:
         return None
-    if ":" in name:
-        return LookaheadTeacher(tuple(c for c in name.split(":", 1)[1].split(",") if c))
+    kwargs: dict[str, Any] = {"arrivals": "sampled"} if base == "lookahead-arrivals" else {}
+    if listed:
+        return LookaheadTeacher(tuple(c for c in listed.split(",") if c), **kwargs)
     if "Moldable" in env_id:
-        return LookaheadTeacher(MOLDABLE_CANDIDATES)
+        return LookaheadTeacher(MOLDABLE_CANDIDATES, **kwargs)
     if "Placement" in env_id:
-        return LookaheadTeacher(PLACEMENT_CANDIDATES)
+        return LookaheadTeacher(PLACEMENT_CANDIDATES, **kwargs)
     raise ConfigError(f"no default lookahead candidates for {env_id}; name them: lookahead:a,b")
 
 
 #: Teacher names besides registered heuristics.
-TEACHERS = ("lookahead",)
+TEACHERS = ("lookahead", "lookahead-arrivals")

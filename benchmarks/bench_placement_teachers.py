@@ -2,7 +2,7 @@
 
 Plays consolidated first-fit (``fifo``), best-fit, and the lookahead teachers of
 ``agents/teacher.py`` (all three FIFO placement rules as candidates; first-fit and
-best-fit only) on every placement family's *validation* split and prints each one's
+best-fit only; each without and with sampled future arrivals in its forks) on every placement family's *validation* split and prints each one's
 per-family ratio to first-fit (mean JCT over mean JCT, and per seed), with CPU time.
 
     python benchmarks/bench_placement_teachers.py --seeds 500-503 --out F.json
@@ -25,7 +25,10 @@ from cluster_envs.envs.rollout import HeuristicAgent, rollout
 from cluster_envs.workload.families import family_names
 
 ENV = "cluster_envs/JobPlacement-v0"
-TEACHERS = ("fifo", "fifo-best-fit", "lookahead", "lookahead:fifo,fifo-best-fit")
+TEACHERS = (
+    "fifo", "fifo-best-fit", "lookahead", "lookahead:fifo,fifo-best-fit",
+    "lookahead-arrivals", "lookahead-arrivals:fifo,fifo-best-fit",
+)  # fmt: skip
 
 
 def agent_for(name: str) -> Any:

@@ -184,6 +184,12 @@ class WorkEstimator:
             self._fit_count[int(j)] = np.iinfo(np.int64).max
         return totals
 
+    def believe(self, j: int, total: float) -> None:
+        """Job ``j`` (a sampled job of a what-if fork) is believed to need ``total``
+        iterations: fixed, never refitted."""
+        self._total[j], self._fit_count[j] = total, np.iinfo(np.int64).max
+        self._prior[j], self._interval[j] = np.nan, 0.0
+
     def remaining_many(self, ids: np.ndarray) -> np.ndarray:
         """Estimated remaining iterations of jobs ``ids`` (vectorised; same values as
         ``total_iterations(j) - iterations_done(j)`` job by job)."""

@@ -53,6 +53,15 @@ class EventQueue:
         self._next_arrival_s = math.inf
         return dropped
 
+    def set_arrivals(self, ids: np.ndarray, times: np.ndarray) -> None:
+        """Make jobs ``ids`` arriving at ``times`` the only pending arrivals (a what-if
+        fork's sampled future; their ``submit_s`` entries are overwritten)."""
+        self.submit_s[ids] = times
+        order = np.lexsort((ids, times))
+        self._arrival_s, self._arrival_job = times[order], ids[order]
+        self._next = 0
+        self._next_arrival_s = float(self._arrival_s[0]) if len(ids) else math.inf
+
     def push(self, time_s: float, kind: int, j: int) -> None:
         """Schedule an event of job ``j`` at its current version."""
         heapq.heappush(self.heap, (time_s, kind, j, self.version[j]))

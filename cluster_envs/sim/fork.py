@@ -26,6 +26,7 @@ from typing import Any, Protocol, TypeVar, overload
 from cluster_envs.errors import ClusterEnvsError
 from cluster_envs.sim.engine import Simulator
 from cluster_envs.sim.metrics import compute_metrics
+from cluster_envs.sim.sampled import add_sampled_arrivals
 from cluster_envs.sim.view import ClusterView
 from cluster_envs.types import Decision
 
@@ -65,15 +66,22 @@ def fork(sim: Simulator, policy: P | None = None) -> tuple[Simulator, P | None]:
     return copy.deepcopy((sim, policy))
 
 
-def fork_believed(sim: Simulator, policy: P) -> tuple[Simulator, P]:
+def fork_believed(
+    sim: Simulator, policy: P, sampled_arrivals: int = 0, seed: int | tuple[int, ...] = 0
+) -> tuple[Simulator, P]:
     """A fork in which only what a scheduler knows now is true (for a lookahead policy).
 
     Unlike :func:`fork`, the copy's jobs last as long as the scheduler *estimates*
     (:meth:`~cluster_envs.sim.engine.Simulator.believe_estimates`: true lengths replaced
     by the frozen estimates, future arrivals dropped), so a policy may consult it.
+    With ``sampled_arrivals=K > 0`` the dropped future is replaced by ``K`` jobs resampled
+    from those already submitted (:func:`~cluster_envs.sim.sampled.add_sampled_arrivals`,
+    drawn with ``seed``); the default ``0`` adds none.
     """
     sim_copy, policy_copy = fork(sim, policy)
     sim_copy.believe_estimates()
+    if sampled_arrivals:
+        add_sampled_arrivals(sim_copy, sampled_arrivals, seed)
     return sim_copy, policy_copy
 
 

@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from cluster_envs.config import ClusterConfig, SimConfig
     from cluster_envs.sim.contention import Contention
     from cluster_envs.sim.estimate import WorkEstimator
+    from cluster_envs.sim.events import EventQueue
     from cluster_envs.sim.inventory import GpuInventory
     from cluster_envs.sim.metrics import EpisodeRecord
     from cluster_envs.sim.queue import JobQueue, QueueSnapshot
@@ -75,6 +76,13 @@ class SimulatorState:
     _jobq: JobQueue
     _running_ids: tuple[int, ...] | None
     _asked: np.ndarray  # GPUs each job asked for
+    _batch_size: np.ndarray
+    _total: np.ndarray
+    _speeds: list[Any]
+    _goodput: list[Any]
+    _events: EventQueue
+    _estimator: WorkEstimator
+    _state_version: int
 
     def _sync_progress(self, j: int) -> None: ...  # the engine's
 
@@ -200,6 +208,35 @@ class SimulatorState:
         if state in (_PENDING, _FINISHED):
             self.job_status(j)  # raises its KeyError
         return int(self._asked[j])
+
+    def replace_future(self, specs: Mapping[int, JobSpec]) -> None:
+        """Make ``specs`` (by the ids of jobs that have not arrived) this what-if fork's only
+        future arrivals, lasting their ``total_iterations`` as believed (never refitted).
+
+        The specs they replace are overwritten, never read (the sampled arrivals of
+        :mod:`cluster_envs.sim.sampled`). Only on a fork after ``believe_estimates``.
+        """
+        if any(self._state[j] != _PENDING for j in specs):
+            raise KeyError("replace_future takes only jobs that have not arrived yet")
+        replace_jobs = getattr(self._jobs, "replace_jobs", None)
+        if replace_jobs is not None:  # a lazy table
+            self._jobs = replace_jobs(specs)
+        else:
+            self._jobs = tuple(specs.get(j, job) for j, job in enumerate(self._jobs))
+        table = self.__dict__.get("_spec_table")  # the views' static columns
+        for j, spec in specs.items():
+            self._total[j], self._asked[j] = spec.total_iterations, spec.num_gpus
+            self._batch_size[j], self._speeds[j] = spec.batch_size, spec.speed
+            self._goodput[j] = hasattr(spec.speed, "goodput_rate")
+            self._estimator.believe(j, spec.total_iterations)
+            if table is not None:
+                table["submit_time_s"][j] = spec.submit_time_s
+                table["ints"][:, j] = [getattr(spec, name) for name in _SPEC_INTS]
+                table["model"][j], table["speed"][j] = spec.model, spec.speed
+        ids = np.fromiter(specs, dtype=np.int64, count=len(specs))
+        self._events.set_arrivals(ids, np.array([specs[j].submit_time_s for j in specs]))
+        self.__dict__.pop("_last_rows", None)
+        self._state_version += 1
 
     def _spec_columns(self) -> dict[str, Any]:
         """The workload's static job fields as columns (built once, copied with the sim)."""
