@@ -22,6 +22,7 @@ import numpy as np
 import cluster_envs  # noqa: F401  (registers the envs)
 from agents.teacher import make_teacher
 from cluster_envs.envs.rollout import HeuristicAgent, rollout
+from cluster_envs.seeds import parse_seeds
 from cluster_envs.workload.families import family_names
 
 ENV = "cluster_envs/JobPlacement-v0"
@@ -40,8 +41,7 @@ def main() -> None:
     ap.add_argument("--seeds", default="500-503")
     ap.add_argument("--out", required=True)
     args = ap.parse_args()
-    lo, hi = (int(x) for x in args.seeds.split("-"))
-    seeds = range(lo, hi + 1)
+    seeds = parse_seeds(args.seeds)  # validation seeds; a bad list is a ConfigError
     rows: dict[str, Any] = {}
     for fam in family_names("placement"):
         env = gym.make(ENV, family=fam, split="validation")
