@@ -37,8 +37,10 @@ def _decisions(count: int, cluster: str, seed: int, probs: dict[int, float]):
     assert found == count
 
 
-# Loose settings (no margin, no fragmentation guard) so the placer moves often.
-LOOSE = {"improvement_margin": 0.0, "fragmentation_weight": 0.0}
+# Loose settings (no margin, no fragmentation or spread guard) so the placer moves often.
+LOOSE = {"improvement_margin": 0.0, "fragmentation_weight": 0.0, "max_extra_nodes": None}
+# The spread guard on every cluster size.
+GUARD = {"improvement_margin": 0.0, "fragmentation_weight": 0.0, "spread_guard_nodes": None}
 
 
 def _prefer_spread(placer: BOPlacement) -> BOPlacement:
@@ -65,7 +67,7 @@ def test_spread_guard_never_uses_more_nodes_than_first_fit(anchor: str) -> None:
             assert first_fit is not None
             loose = _prefer_spread(BOPlacement("gp-ei", budget=6, anchor=anchor, **LOOSE))
             guarded = _prefer_spread(
-                BOPlacement("gp-ei", budget=6, anchor=anchor, max_extra_nodes=0, **LOOSE)
+                BOPlacement("gp-ei", budget=6, anchor=anchor, max_extra_nodes=0, **GUARD)
             )
             a = loose.place(view, job, job.num_gpus, free)
             b = guarded.place(view, job, job.num_gpus, free)
@@ -82,7 +84,7 @@ def test_spread_guard_allows_the_given_extra_nodes() -> None:
     for view, job, free in _decisions(6, "hetero-small", 2, {2: 0.4, 4: 0.6}):
         first_fit = online.WARM_START[0].place(view, job, job.num_gpus, free)
         assert first_fit is not None
-        placer = _prefer_spread(BOPlacement("gp-ei", budget=6, max_extra_nodes=1, **LOOSE))
+        placer = _prefer_spread(BOPlacement("gp-ei", budget=6, max_extra_nodes=1, **GUARD))
         chosen = placer.place(view, job, job.num_gpus, free)
         assert chosen is not None and len(chosen) <= len(first_fit) + 1
         wider += len(chosen) == len(first_fit) + 1
@@ -94,10 +96,36 @@ def test_spread_guard_allows_the_given_extra_nodes() -> None:
 EPISODE = {1: 0.6, 4: 0.4}
 
 
+def test_spread_guard_acts_only_on_clusters_up_to_its_node_count() -> None:
+    """``spread_guard_nodes``: on a cluster with more nodes the placer spreads as before."""
+    wider = 0
+    for view, job, free in _decisions(6, "hetero-small", 2, {2: 0.4, 4: 0.6}):
+        nodes = len(free)
+        off = _prefer_spread(BOPlacement("gp-ei", budget=6, **LOOSE))
+        big_only = dict(GUARD, spread_guard_nodes=nodes - 1)
+        above = _prefer_spread(BOPlacement("gp-ei", budget=6, max_extra_nodes=0, **big_only))
+        at = dict(GUARD, spread_guard_nodes=nodes)
+        within = _prefer_spread(BOPlacement("gp-ei", budget=6, max_extra_nodes=0, **at))
+        first_fit = online.WARM_START[0].place(view, job, job.num_gpus, free)
+        a = off.place(view, job, job.num_gpus, free)
+        assert above.place(view, job, job.num_gpus, free) == a
+        chosen = within.place(view, job, job.num_gpus, free)
+        assert first_fit is not None and chosen is not None and a is not None
+        assert len(chosen) <= len(first_fit)
+        wider += len(a) > len(first_fit)
+    assert wider > 0
+
+
+def test_default_spread_guard_is_the_training_chosen_one() -> None:
+    placer = BOPlacement("gp-ei")
+    assert (placer.max_extra_nodes, placer.spread_guard_nodes) == (0, 8)
+    assert placer.rescore_draws == 0  # re-scoring lost on training: off by default
+
+
 def _rescored_run(draws: int, quorum: float, noise: float, seed: int = 0):
     placer = BOPlacement(
         "gp-ei", budget=6, rescore_draws=draws, rescore_quorum=quorum, rescore_noise=noise,
-        seed=seed, fragmentation_weight=0.0,
+        seed=seed, fragmentation_weight=0.0, max_extra_nodes=None,
     )  # fmt: skip
     out = []
     for view, job, free in _decisions(8, "small", 2, EPISODE):
@@ -131,6 +159,8 @@ def test_rescoring_is_deterministic_for_a_seed_and_can_veto_a_move() -> None:
         ({"max_extra_nodes": 1.5}, "max_extra_nodes must be .* got 1.5"),
         ({"max_extra_nodes": True}, "max_extra_nodes must be .* got True"),
         ({"max_extra_nodes": "none"}, "max_extra_nodes must be .* got 'none'"),
+        ({"spread_guard_nodes": 0}, "spread_guard_nodes must be None or an integer >= 1"),
+        ({"spread_guard_nodes": 8.0}, "spread_guard_nodes must be .* got 8.0"),
         ({"rescore_draws": -2}, "rescore_draws must be an integer >= 0, got -2"),
         ({"rescore_draws": 2.0}, "rescore_draws must be an integer >= 0, got 2.0"),
         ({"rescore_quorum": 0.0}, r"rescore_quorum must be a number in \(0, 1\], got 0.0"),

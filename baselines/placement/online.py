@@ -95,7 +95,10 @@ ANCHORS = ("first-fit", "best-greedy")
 #: The spread guard (default of ``BOPlacement(max_extra_nodes=...)``, read when a placer
 #: is built): a placement may use at most this many more nodes than consolidated
 #: first-fit would; None: no guard.
-MAX_EXTRA_NODES: int | None = None
+MAX_EXTRA_NODES: int | None = 0
+#: The spread guard acts only on clusters of at most this many nodes (default of
+#: ``BOPlacement(spread_guard_nodes=...)``); None: on every cluster.
+SPREAD_GUARD_NODES: int | None = 8
 #: Robustness re-scoring (default of ``BOPlacement(rescore_draws=...)``, read when a
 #: placer is built): a candidate that clears the margin is re-projected, against the
 #: anchor, over this many draws of the length estimates; 0: off.
@@ -186,6 +189,9 @@ class BOPlacement:
             many nodes beyond consolidated first-fit's (0: never more nodes than
             first-fit); the cheapest candidate within it is taken, first-fit if none
             clears the margin. None: off. Default :data:`MAX_EXTRA_NODES`.
+        spread_guard_nodes: The spread guard acts only on clusters of at most this many
+            nodes (>= 1; on big clusters spreading wins, on small ones it loses: training
+            splits, issue 17); None: every cluster. Default :data:`SPREAD_GUARD_NODES`.
         rescore_draws: Robustness re-scoring (see :meth:`_robust`): the candidate that
             clears the margin is projected again, next to the anchor, under this many
             draws of the length estimates, and replaces the anchor only if it is cheaper
@@ -209,6 +215,7 @@ class BOPlacement:
         arrivals: int | None = None,
         fragmentation_weight: float | None = None,
         max_extra_nodes: int | None | str = "default",
+        spread_guard_nodes: int | None | str = "default",
         rescore_draws: int | None = None,
         rescore_quorum: float | None = None,
         rescore_noise: float | None = None,
@@ -246,6 +253,12 @@ class BOPlacement:
         ):
             raise ConfigError(f"max_extra_nodes must be None or an integer >= 0, got {extra!r}")
         self.max_extra_nodes: int | None = extra
+        small = SPREAD_GUARD_NODES if spread_guard_nodes == "default" else spread_guard_nodes
+        if small is not None and (
+            isinstance(small, bool) or not isinstance(small, int) or small < 1
+        ):
+            raise ConfigError(f"spread_guard_nodes must be None or an integer >= 1, got {small!r}")
+        self.spread_guard_nodes: int | None = small
         draws = RESCORE_DRAWS if rescore_draws is None else rescore_draws
         if isinstance(draws, bool) or not isinstance(draws, int) or draws < 0:
             raise ConfigError(f"rescore_draws must be an integer >= 0, got {draws!r}")
@@ -352,6 +365,8 @@ class BOPlacement:
     ) -> int | None:
         """Most nodes a placement may use under the spread guard (None: no limit)."""
         if self.max_extra_nodes is None:
+            return None
+        if self.spread_guard_nodes is not None and len(free) > self.spread_guard_nodes:
             return None
         first_fit = WARM_START[0].place(view, job, num_gpus, free)
         return None if first_fit is None else len(first_fit) + self.max_extra_nodes
@@ -598,7 +613,7 @@ class BOScheduler(FifoScheduler):
         anchor: See :class:`BOPlacement` (None: :data:`ANCHOR`, consolidated first-fit).
         improvement_margin: See :class:`BOPlacement` (None: :data:`IMPROVEMENT_MARGIN`).
         fragmentation_weight: See :class:`BOPlacement` (None: :data:`FRAGMENTATION_WEIGHT`).
-        **options: ``max_extra_nodes``, ``rescore_draws``, ``rescore_quorum``,
+        **options: ``max_extra_nodes``, ``spread_guard_nodes``, ``rescore_draws``, ``rescore_quorum``,
             ``rescore_noise`` of :class:`BOPlacement`.
     """
 
@@ -613,6 +628,7 @@ class BOScheduler(FifoScheduler):
     ) -> None:
         unknown = set(options) - {
             "max_extra_nodes",
+            "spread_guard_nodes",
             "rescore_draws",
             "rescore_quorum",
             "rescore_noise",
