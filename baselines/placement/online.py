@@ -28,7 +28,13 @@ candidate that breaks fully free nodes the anchor keeps pay for the share of the
 they hold, weighted by how often the jobs seen so far need such a node whole, while jobs
 are still to arrive: on training splits most losing deviations
 spread small jobs onto whole nodes to avoid node interference (a projected 5-8 %
-saving) and left later multi-GPU arrivals waiting.
+saving) and left later multi-GPU arrivals waiting. A *spread guard* (``max_extra_nodes``,
+on by default on clusters of at most ``spread_guard_nodes`` = 8 nodes) never places a job
+on more nodes than consolidated first-fit would: spreading pays on big clusters and lost
+on small ones (training splits, ``benchmarks/results/placement_online_train_spread.md``).
+*Robustness re-scoring* (``rescore_draws``, off by default: it lost on training) re-projects
+the winning candidate under draws of the length estimates and keeps the anchor unless
+the candidate wins on a quorum of them.
 
 :class:`BOScheduler` is FIFO (head-of-line blocking, requested GPU counts) with this
 placer; it is registered as ``bo-gp-ei``, ``bo-gp-pi``, ``bo-gp-lcb``, ``bo-gp-hedge``,
@@ -117,6 +123,7 @@ UNANCHORED: dict[str, Any] = {
     "anchor": "best-greedy",
     "improvement_margin": 0.02,
     "fragmentation_weight": 0.0,
+    "max_extra_nodes": None,
 }
 #: Expected future arrivals the projection adds (0: none, the default; see
 #: ``BOPlacement(arrivals=...)``, read when a placer is built).
