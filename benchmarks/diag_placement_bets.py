@@ -53,9 +53,10 @@ def _instrument(bo: online.BOPlacement, log: list[dict[str, Any]]) -> None:
     place, projection = bo.place, bo._projection
     last: dict[str, Any] = {}
 
-    def wrapped_projection(view, job, num_gpus, free):
-        cost = projection(view, job, num_gpus, free)
-        last["cost"] = cost
+    def wrapped_projection(view, job, num_gpus, free, scale=None):
+        cost = projection(view, job, num_gpus, free, scale)
+        if scale is None:  # the nominal projection, not a re-scoring draw
+            last["cost"] = cost
         return cost
 
     def wrapped_place(view, job, num_gpus, free):

@@ -92,6 +92,7 @@ def test_online_default_is_the_training_chosen_anchor() -> None:
     old = online.BOScheduler("gp-ei", **online.UNANCHORED).bo
     assert (old.anchor, old.improvement_margin) == ("best-greedy", 0.02)
     assert old.fragmentation_weight == 0.0
+    assert old.max_extra_nodes is None  # no spread guard before issue 17's tuning either
 
 
 def test_trust_region_keeps_anchors_near_the_best_greedy() -> None:

@@ -28,7 +28,13 @@ candidate that breaks fully free nodes the anchor keeps pay for the share of the
 they hold, weighted by how often the jobs seen so far need such a node whole, while jobs
 are still to arrive: on training splits most losing deviations
 spread small jobs onto whole nodes to avoid node interference (a projected 5-8 %
-saving) and left later multi-GPU arrivals waiting.
+saving) and left later multi-GPU arrivals waiting. A *spread guard* (``max_extra_nodes``,
+on by default on clusters of at most ``spread_guard_nodes`` = 8 nodes) never places a job
+on more nodes than consolidated first-fit would: spreading pays on big clusters and lost
+on small ones (training splits, ``benchmarks/results/placement_online_train_spread.md``).
+*Robustness re-scoring* (``rescore_draws``, off by default: it lost on training) re-projects
+the winning candidate under draws of the length estimates and keeps the anchor unless
+the candidate wins on a quorum of them.
 
 :class:`BOScheduler` is FIFO (head-of-line blocking, requested GPU counts) with this
 placer; it is registered as ``bo-gp-ei``, ``bo-gp-pi``, ``bo-gp-lcb``, ``bo-gp-hedge``,
@@ -55,6 +61,7 @@ from cluster_envs.errors import ConfigError
 from cluster_envs.policies.fifo import FifoScheduler
 from cluster_envs.policies.placement import ConsolidatedPlacement
 from cluster_envs.sim.engine import Simulator
+from cluster_envs.sim.estimate import USER_OVERESTIMATE
 from cluster_envs.sim.fork import settle
 from cluster_envs.sim.view import ClusterView, JobStatus
 from cluster_envs.types import Allocate, Decision, JobKind, JobSpec, Placement
@@ -91,12 +98,32 @@ ANCHOR = "first-fit"
 FRAGMENTATION_WEIGHT = 1.0
 #: The anchor values.
 ANCHORS = ("first-fit", "best-greedy")
+#: The spread guard (default of ``BOPlacement(max_extra_nodes=...)``, read when a placer
+#: is built): a placement may use at most this many more nodes than consolidated
+#: first-fit would; None: no guard.
+MAX_EXTRA_NODES: int | None = 0
+#: The spread guard acts only on clusters of at most this many nodes (default of
+#: ``BOPlacement(spread_guard_nodes=...)``); None: on every cluster.
+SPREAD_GUARD_NODES: int | None = 8
+#: Robustness re-scoring (default of ``BOPlacement(rescore_draws=...)``, read when a
+#: placer is built): a candidate that clears the margin is re-projected, against the
+#: anchor, over this many draws of the length estimates; 0: off.
+RESCORE_DRAWS = 0
+#: Share of the draws a re-scored candidate must win (by the required saving) to replace
+#: the anchor (default of ``BOPlacement(rescore_quorum=...)``).
+RESCORE_QUORUM = 0.6
+#: Log-normal sigma of a draw's factor on a *fitted* remaining-length estimate (default
+#: of ``BOPlacement(rescore_noise=...)``). An estimate still on its prior is scaled by a
+#: factor log-uniform in ``[1 / USER_OVERESTIMATE[1], 1]`` instead (the prior
+#: over-estimates a job by up to that factor; ``cluster_envs.sim.estimate``).
+RESCORE_NOISE = 0.3
 #: The setting before issue 17's tuning (the code default until then): the best greedy
 #: placement by projection, replaced by a searched one projected >= 2 % cheaper, no guard.
 UNANCHORED: dict[str, Any] = {
     "anchor": "best-greedy",
     "improvement_margin": 0.02,
     "fragmentation_weight": 0.0,
+    "max_extra_nodes": None,
 }
 #: Expected future arrivals the projection adds (0: none, the default; see
 #: ``BOPlacement(arrivals=...)``, read when a placer is built).
@@ -165,6 +192,22 @@ class BOPlacement:
             the cluster share of the whole nodes it breaks, weighted by how many of the
             jobs seen so far need such a node whole; 0: off. None:
             :data:`FRAGMENTATION_WEIGHT`.
+        max_extra_nodes: The spread guard: never return a placement on more than this
+            many nodes beyond consolidated first-fit's (0: never more nodes than
+            first-fit); the cheapest candidate within it is taken, first-fit if none
+            clears the margin. None: off. Default :data:`MAX_EXTRA_NODES`.
+        spread_guard_nodes: The spread guard acts only on clusters of at most this many
+            nodes (>= 1; on big clusters spreading wins, on small ones it loses: training
+            splits, issue 17); None: every cluster. Default :data:`SPREAD_GUARD_NODES`.
+        rescore_draws: Robustness re-scoring (see :meth:`_robust`): the candidate that
+            clears the margin is projected again, next to the anchor, under this many
+            draws of the length estimates, and replaces the anchor only if it is cheaper
+            by the required saving on at least ``rescore_quorum`` of them; 0: off.
+            Default :data:`RESCORE_DRAWS`.
+        rescore_quorum: Share of draws in (0, 1] the candidate must win; None:
+            :data:`RESCORE_QUORUM`.
+        rescore_noise: Log-normal sigma (>= 0) of a draw's factor on a fitted estimate;
+            None: :data:`RESCORE_NOISE`.
     """
 
     def __init__(
@@ -178,6 +221,11 @@ class BOPlacement:
         improvement_margin: float | None = None,
         arrivals: int | None = None,
         fragmentation_weight: float | None = None,
+        max_extra_nodes: int | None | str = "default",
+        spread_guard_nodes: int | None | str = "default",
+        rescore_draws: int | None = None,
+        rescore_quorum: float | None = None,
+        rescore_noise: float | None = None,
     ) -> None:
         check_method(method)
         if method not in SKOPT_METHODS:
@@ -206,6 +254,39 @@ class BOPlacement:
         ):
             raise ConfigError(f"fragmentation_weight must be a finite number >= 0, got {frag!r}")
         self.fragmentation_weight = float(frag)
+        extra = MAX_EXTRA_NODES if max_extra_nodes == "default" else max_extra_nodes
+        if extra is not None and (
+            isinstance(extra, bool) or not isinstance(extra, int) or extra < 0
+        ):
+            raise ConfigError(f"max_extra_nodes must be None or an integer >= 0, got {extra!r}")
+        self.max_extra_nodes: int | None = extra
+        small = SPREAD_GUARD_NODES if spread_guard_nodes == "default" else spread_guard_nodes
+        if small is not None and (
+            isinstance(small, bool) or not isinstance(small, int) or small < 1
+        ):
+            raise ConfigError(f"spread_guard_nodes must be None or an integer >= 1, got {small!r}")
+        self.spread_guard_nodes: int | None = small
+        draws = RESCORE_DRAWS if rescore_draws is None else rescore_draws
+        if isinstance(draws, bool) or not isinstance(draws, int) or draws < 0:
+            raise ConfigError(f"rescore_draws must be an integer >= 0, got {draws!r}")
+        quorum = RESCORE_QUORUM if rescore_quorum is None else rescore_quorum
+        if (
+            isinstance(quorum, bool)
+            or not isinstance(quorum, int | float)
+            or not 0.0 < quorum <= 1.0
+        ):
+            raise ConfigError(f"rescore_quorum must be a number in (0, 1], got {quorum!r}")
+        noise = RESCORE_NOISE if rescore_noise is None else rescore_noise
+        if (
+            isinstance(noise, bool)
+            or not isinstance(noise, int | float)
+            or not math.isfinite(noise)
+            or noise < 0
+        ):
+            raise ConfigError(f"rescore_noise must be a finite number >= 0, got {noise!r}")
+        self.rescore_draws = draws
+        self.rescore_quorum = float(quorum)
+        self.rescore_noise = float(noise)
         self.anchor = anchor
         self.improvement_margin = float(margin)
         self.arrivals = arrivals
@@ -231,6 +312,8 @@ class BOPlacement:
         self._last_time = -math.inf
         self.num_evaluations = 0
         self.num_searches = 0
+        self.num_rescored = 0
+        self.num_rescore_vetoes = 0
 
     def place(
         self, view: ClusterView, job: JobStatus, num_gpus: int, free: np.ndarray
@@ -266,16 +349,79 @@ class BOPlacement:
         else:
             greedy = min(seeds, key=project) if seeds else None
         placement = greedy[0] if greedy is not None else min(candidates, key=project)[0]
+        limit = self._node_limit(view, job, num_gpus, free)
+        if greedy is not None and limit is not None and len(greedy[0]) > limit:
+            greedy = seeds[0]  # a best-greedy anchor spread wider: anchor first-fit instead
+            placement = greedy[0]
         if greedy is not None:
             base = project(greedy)
             for config in sorted(candidates, key=project):
+                if limit is not None and len(config[0]) > limit:
+                    continue
                 need = self._required_saving(view, free, greedy[0], config[0])
                 if project(config) < (1.0 - need) * base:
-                    placement = config[0]
+                    if self._robust(view, job, num_gpus, free, greedy[0], config[0], need):
+                        placement = config[0]
                     break
         self._pending.append((job, placement, view.estimate(job.job_id).remaining_iterations))
         self._decisions += 1
         return placement
+
+    def _node_limit(
+        self, view: ClusterView, job: JobStatus, num_gpus: int, free: np.ndarray
+    ) -> int | None:
+        """Most nodes a placement may use under the spread guard (None: no limit)."""
+        if self.max_extra_nodes is None:
+            return None
+        if self.spread_guard_nodes is not None and len(free) > self.spread_guard_nodes:
+            return None
+        first_fit = WARM_START[0].place(view, job, num_gpus, free)
+        return None if first_fit is None else len(first_fit) + self.max_extra_nodes
+
+    def _robust(
+        self,
+        view: ClusterView,
+        job: JobStatus,
+        num_gpus: int,
+        free: np.ndarray,
+        anchor: Placement,
+        candidate: Placement,
+        need: float,
+    ) -> bool:
+        """Whether ``candidate`` beats ``anchor`` by ``need`` on enough estimate draws.
+
+        Each draw scales every projected job's remaining-length estimate by its own
+        factor (the same factors for both placements): log-normal with sigma
+        ``rescore_noise`` for a fitted estimate; log-uniform in ``[1/3, 1]`` for one
+        still on its prior (the prior over-estimates by a log-uniform factor in
+        ``USER_OVERESTIMATE``). Seeded by the placer's seed and decision count, so a
+        seeded episode is reproducible. True without re-scoring (``rescore_draws`` 0).
+        """
+        if not self.rescore_draws:
+            return True
+        self.num_rescored += 1
+        ids = sorted(
+            {job.job_id, *view.running_ids, *view.queued_ids}
+            | {status.job_id for status, _, _ in self._pending}
+        )
+        prior = np.array([view.estimate(j).source == "prior" for j in ids])
+        rng = np.random.default_rng([self._seed, self._decisions, 17])
+        low = -math.log(USER_OVERESTIMATE[1] / USER_OVERESTIMATE[0])
+        wins = 0
+        for _ in range(self.rescore_draws):
+            factor = np.where(
+                prior,
+                np.exp(rng.uniform(low, 0.0, len(ids))),
+                np.exp(rng.normal(0.0, self.rescore_noise, len(ids))),
+            )
+            scale = dict(zip(ids, factor.tolist(), strict=True))
+            project = self._projection(view, job, num_gpus, free, scale)
+            if project((candidate,)) < (1.0 - need) * project((anchor,)):
+                wins += 1
+        if wins >= math.ceil(self.rescore_quorum * self.rescore_draws - 1e-9):
+            return True
+        self.num_rescore_vetoes += 1
+        return False
 
     def _required_saving(
         self, view: ClusterView, free: np.ndarray, anchor: Placement, candidate: Placement
@@ -351,7 +497,14 @@ class BOPlacement:
             out.append(_spec(first_id + k, status, status.num_gpus, length, submit))
         return out
 
-    def _projection(self, view: ClusterView, job: JobStatus, num_gpus: int, free: np.ndarray):
+    def _projection(
+        self,
+        view: ClusterView,
+        job: JobStatus,
+        num_gpus: int,
+        free: np.ndarray,
+        scale: dict[int, float] | None = None,
+    ):
         """The cost function ``configuration -> sum of projected completion times (s)``.
 
         The projection holds every running job (estimated remaining length, current
@@ -360,28 +513,35 @@ class BOPlacement:
         lengths) and, with ``arrivals``, the expected next arrivals, which FIFO with
         consolidated first-fit starts as GPUs free up. So a
         placement that blocks the queue (fragments a node a queued job needs) or slows a
-        neighbour pays for it. Never reads true lengths.
+        neighbour pays for it. Never reads true lengths. ``scale`` (job id -> factor)
+        multiplies the remaining-length estimates (one draw of the re-scoring).
         """
+        factor = scale or {}
+
+        def remaining(j: int, value: float | None = None) -> float:
+            est = view.estimate(j).remaining_iterations if value is None else value
+            return est * factor.get(j, 1.0)
+
         specs: list[JobSpec] = []
         fixed: list[Placement] = []
         for status in view.running:
             gpus = sum(g for _, g in status.placement)
-            remaining = view.estimate(status.job_id).remaining_iterations
-            specs.append(_spec(len(specs), status, gpus, remaining))
+            specs.append(_spec(len(specs), status, gpus, remaining(status.job_id)))
             fixed.append(status.placement)
         placed = {job.job_id}
-        for status, placement, remaining in self._pending:
-            specs.append(_spec(len(specs), status, sum(g for _, g in placement), remaining))
+        for status, placement, left in self._pending:
+            gpus = sum(g for _, g in placement)
+            specs.append(_spec(len(specs), status, gpus, remaining(status.job_id, left)))
             fixed.append(placement)
             placed.add(status.job_id)
-        new = _spec(len(specs), job, num_gpus, view.estimate(job.job_id).remaining_iterations)
+        new = _spec(len(specs), job, num_gpus, remaining(job.job_id))
         queued = [j for j in view.queued_ids if j not in placed][: self.queue_horizon]
         later = [
             _spec(
                 len(specs) + 1 + i,
                 view.job(j),
                 view.job(j).num_gpus,
-                view.estimate(j).remaining_iterations,
+                remaining(j),
             )
             for i, j in enumerate(queued)
         ]
@@ -460,6 +620,8 @@ class BOScheduler(FifoScheduler):
         anchor: See :class:`BOPlacement` (None: :data:`ANCHOR`, consolidated first-fit).
         improvement_margin: See :class:`BOPlacement` (None: :data:`IMPROVEMENT_MARGIN`).
         fragmentation_weight: See :class:`BOPlacement` (None: :data:`FRAGMENTATION_WEIGHT`).
+        **options: ``max_extra_nodes``, ``spread_guard_nodes``, ``rescore_draws``, ``rescore_quorum``,
+            ``rescore_noise`` of :class:`BOPlacement`.
     """
 
     def __init__(
@@ -469,13 +631,24 @@ class BOScheduler(FifoScheduler):
         anchor: str | None = None,
         improvement_margin: float | None = None,
         fragmentation_weight: float | None = None,
+        **options: Any,
     ) -> None:
+        unknown = set(options) - {
+            "max_extra_nodes",
+            "spread_guard_nodes",
+            "rescore_draws",
+            "rescore_quorum",
+            "rescore_noise",
+        }
+        if unknown:
+            raise ConfigError(f"BOScheduler: unknown option(s) {', '.join(sorted(unknown))}")
         self.bo = BOPlacement(
             method,
             budget,
             anchor=anchor,
             improvement_margin=improvement_margin,
             fragmentation_weight=fragmentation_weight,
+            **options,
         )
         super().__init__(placement=self.bo, strict=True)
         self.name = self.bo.name
