@@ -157,12 +157,16 @@ class ValCurve(BaseCallback):
 
     Per validation family, the geometric mean over :data:`VAL_SEEDS` of the model's JCT
     over the reference heuristic's; a checkpoint is better when its worst family's ratio
-    is lower, or equal and its geometric mean over families is lower.
+    is lower, or equal and its geometric mean over families is lower. Each point's
+    ``wall_s`` is seconds since ``start`` (a ``time.time()`` value; default: when the
+    curve was made), i.e. since training began.
     """
 
     def __init__(self, families: str | list[str], every: int, out: Path,
-                 num_jobs: int | None, spec: EnvSpec = MOLDABLE) -> None:  # fmt: skip
+                 num_jobs: int | None, spec: EnvSpec = MOLDABLE,
+                 start: float | None = None) -> None:  # fmt: skip
         super().__init__()
+        self.start = time.time() if start is None else start
         names = [families] if isinstance(families, str) else list(families)
         self.envs = {f: make_env(f, "validation", num_jobs, spec) for f in names}
         self.refs = {f: np.array(play(e, heuristic(e, spec.reference), VAL_SEEDS))
@@ -181,7 +185,7 @@ class ValCurve(BaseCallback):
         worst = max(per.values())
         self.curve.append({"timesteps": steps, "val_ratio_to_best_single": ratio,
                            "val_worst_family": worst, "val_families": per,
-                           "wall_s": time.time()})  # fmt: skip
+                           "wall_s": round(time.time() - self.start, 1)})  # fmt: skip
         (self.out / "curve.json").write_text(json.dumps(self.curve, indent=1))
         if (worst, ratio) < self._best_key:
             self._best_key, self.best = (worst, ratio), ratio
@@ -286,7 +290,7 @@ def train(args: argparse.Namespace) -> None:
                         gae_lambda=0.95, n_epochs=args.n_epochs, target_kl=0.02,
                         policy_kwargs=policy_kwargs, seed=args.seed, device="cpu")  # fmt: skip
     val_families = families_of(args.val_families, spec) if args.val_families else args.family
-    curve = ValCurve(val_families, args.eval_freq, out, args.num_jobs, spec)
+    curve = ValCurve(val_families, args.eval_freq, out, args.num_jobs, spec, start)
     record: dict[str, Any] = {"args": vars(args), "env_id": spec.env_id,
                               "env_kwargs": {"observation": spec.observation}}  # fmt: skip
     if args.init_model:  # the weights of an earlier run (e.g. its BC/DAgger policy)

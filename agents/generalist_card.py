@@ -17,6 +17,7 @@ on the env's default preset (seeds 100-119) next to random masked actions.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import sys
 from collections.abc import Sequence
@@ -68,7 +69,9 @@ def publish(run_dir: Path, test_file: Path, model: str, wall_s: float | None,
     name = spec.env_id.split("/", 1)[1]
     args = record["args"]
     agent, algo = load_agent(run_dir / model)
-    kwargs = {"observation": spec.observation}
+    # The observation the run trained on (e.g. MoldableScheduling's scale_free_hints with
+    # --hints), not the spec's default.
+    kwargs = dict(record.get("env_kwargs") or {"observation": spec.observation})
     card = {
         "env_id": spec.env_id,
         "env_kwargs": kwargs,
@@ -86,9 +89,7 @@ def publish(run_dir: Path, test_file: Path, model: str, wall_s: float | None,
             "ppo_timesteps": record["timesteps"],
             "train_wall_s_in_run": record["train_wall_s"],
         },
-        "selected": f"{model}: the checkpoint with the lowest worst-family validation ratio "
-        "to the reference heuristic (then the lowest geometric mean), validation splits "
-        f"only: {args['val_families'] or args['family']}, seeds 500-507",
+        "selected": _selected(model, record),
         "validation_curve": record["curve"],
         "warm_start": record.get("warm_start"),
         "reference_heuristic": spec.reference,
@@ -113,6 +114,17 @@ def publish(run_dir: Path, test_file: Path, model: str, wall_s: float | None,
     return target
 
 
+def _selected(model: str, record: dict[str, Any]) -> str:
+    """How the run's checkpoint ``model`` was chosen (validation splits only)."""
+    args = record["args"]
+    families = ", ".join(record["curve"][-1]["val_families"]) if record["curve"] else ""
+    where = f"validation splits only ({families or args['family']}; seeds 500-507)"
+    if len(record["curve"]) <= 1:  # no PPO step: the BC/DAgger policy is the only one
+        return f"{model}: the run's only checkpoint (its BC/DAgger policy), scored on {where}"
+    return (f"{model}: the checkpoint with the lowest worst-family validation ratio to the "
+            f"reference heuristic (then the lowest geometric mean), on {where}")  # fmt: skip
+
+
 def _score(agent: Any, env_id: str, kwargs: dict[str, Any]) -> dict[str, Any]:
     """:func:`agents.publish.score` on the default preset, the agent fitted to its shapes."""
     fit = getattr(agent, "fit_env", None)
@@ -128,7 +140,7 @@ def replay(
     average JCT (full episodes)."""
     from sb3_contrib import MaskablePPO
 
-    spec = spec_of(card["env_id"])
+    spec = dataclasses.replace(spec_of(card["env_id"]), **card["env_kwargs"])
     model = MaskablePPO.load(model_path, device="cpu")
     env = make_env(family, "test", None, spec)
     return play(env, _ModelAgent(adapt(model, env)), seeds)

@@ -85,9 +85,15 @@ def test_the_card_names_the_observation_of_sb3_and_pretrained_agents(
     set_dir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     assert make_agent(f"sb3:{set_dir / 'MoldableScheduling-v0.zip'}").observation == "scale_free"
-    shipped = make_agent("pretrained:MoldableScheduling-v0")  # its card sets no observation
+    shipped = make_agent("pretrained:MetisAllocation-v0")  # its card sets no observation
     assert shipped.observation is None
     assert agent_env_kwargs(shipped, {"family": "pollux"}) == {"family": "pollux"}
+    shipped = make_agent("pretrained:MoldableScheduling-v0")  # the generalist's card does
+    assert shipped.observation == "scale_free_hints"
+    assert agent_env_kwargs(shipped, {"family": "pollux"}) == {
+        "family": "pollux",
+        "observation": "scale_free_hints",
+    }
     monkeypatch.setattr(agents.policy, "PRETRAINED_DIR", set_dir)
     agent = make_agent("pretrained:MoldableScheduling-v0")
     assert agent.observation == "scale_free"

@@ -31,7 +31,7 @@ def test_pretrained_is_shipped_small_and_documented() -> None:
     assert zip_path.stat().st_size < MAX_ZIP_BYTES
     card = pretrained_info("MoldableScheduling-v0")
     assert card["env_id"] == ENV and card["algo"] == "maskable_ppo"
-    assert "cluster-envs train" in card["train_command"]
+    assert "train_pretrained.sh" in card["train_command"]
     assert (PRETRAINED_DIR / "README.md").is_file()
 
 

@@ -20,6 +20,8 @@ def test_hinted_clone_of_threshold_eta_replays_it_on_another_split(tmp_path: Pat
     record = json.loads((out / "train.json").read_text())
     assert record["env_kwargs"] == {"observation": "scale_free_hints"}
     assert record["warm_start"]["rounds"][0]["teacher_agreement"] == 1.0
+    # The curve's times are seconds since training began (not time.time() timestamps).
+    assert 0 < record["curve"][-1]["wall_s"] <= record["train_wall_s"]
     model = MaskablePPO.load(out / "best_model.zip", device="cpu")
     assert generalist.with_observation_of(model, generalist.MOLDABLE).observation == (
         "scale_free_hints"

@@ -61,6 +61,9 @@ def test_shipped_card_covers_every_family_and_its_ratios_follow_its_seeds() -> N
         assert row["agent_to_reference"] == ratio, fam
         assert len(jct["agent"]) == len(test["seeds"])
     assert "train_pretrained.sh" in card["train_command"] and card["train_wall_s"] > 0
+    # Curve times are seconds since training began, not timestamps.
+    assert all(0 <= p["wall_s"] <= card["budget"]["train_wall_s_in_run"]
+               for p in card["validation_curve"])  # fmt: skip
 
 
 def test_shipped_card_numbers_come_back_exactly_from_their_seeds() -> None:

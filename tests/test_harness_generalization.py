@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
+import gymnasium as gym
 import numpy as np
 import pytest
+from sb3_contrib import MaskablePPO
 
 from cluster_envs.harness import rl_stats
 from cluster_envs.harness.generalization import analyze, ratio, split_incompatible
@@ -80,14 +85,26 @@ def test_suite_covers_every_env_and_family_test_split_with_agents() -> None:
         assert all(kw["split"] == "test" and kw["num_jobs"] == 12 for kw in kwargs.values())
 
 
-def test_agent_that_cannot_fit_a_cluster_is_reported_not_dropped() -> None:
-    # The moldable specialist (a flat MLP for 8 nodes of 4 GPUs) on a cluster of 8-GPU nodes.
-    kw = {"family": "synthetic-256", "split": "test", "num_jobs": 5}
+def test_agent_that_cannot_fit_a_cluster_is_reported_not_dropped(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     env = "cluster_envs/MoldableScheduling-v0"
-    cells = [
-        Cell(env, "synthetic-256/test", kw, "pretrained:MoldableScheduling-v0", 1),
-        Cell(env, "synthetic-256/test", kw, "fifo", 1),
-    ]
+    kw = {"family": "synthetic-256", "split": "test", "num_jobs": 5}
+    spec = "pretrained:MoldableScheduling-v0"
+    cells = [Cell(env, "synthetic-256/test", kw, spec, 1),
+             Cell(env, "synthetic-256/test", kw, "fifo", 1)]  # fmt: skip
+    # The shipped generalist (a SetPolicy) adapts to the 8-GPU nodes: it runs.
+    keep, rows = split_incompatible(cells)
+    assert keep == cells and rows == []
+    # A flat MLP for the default preset's 8 nodes of 4 GPUs (untrained: only its spaces
+    # matter), shipped under the same name, cannot: it is reported, not dropped.
+    import agents.policy
+
+    model = MaskablePPO("MlpPolicy", gym.make(env, preset="default"), seed=0, device="cpu")
+    model.save(tmp_path / "MoldableScheduling-v0.zip")
+    card = {"env_id": env, "env_kwargs": {"preset": "default"}, "algo": "maskable_ppo"}
+    (tmp_path / "MoldableScheduling-v0.json").write_text(json.dumps(card))
+    monkeypatch.setattr(agents.policy, "PRETRAINED_DIR", tmp_path)
     keep, rows = split_incompatible(cells)
     assert [c.policy for c in keep] == ["fifo"]
     assert rows[0]["status"] == "incompatible"
