@@ -17,6 +17,7 @@ import numpy as np
 
 from cluster_envs.config import ClusterConfig
 from cluster_envs.envs.layout import ObsLayout
+from cluster_envs.envs.metis_fresh import fresh_block
 from cluster_envs.envs.metis_profile import ThroughputProfile, profile_job
 from cluster_envs.envs.normalise import MODEL_NAMES, norm_time, prior_curve_features, squash
 from cluster_envs.perf import zoo
@@ -205,9 +206,15 @@ class MetisEncoder:
     def _curve_row(
         self, sim: Simulator, j: int, est_total: float, done: float, fit: LossCurveParams | None
     ) -> np.ndarray:
-        """A fresh row of job ``j`` holding its static fields and those that follow from
-        its progress and length estimate (cached while ``done``, the estimate and the fit
-        stay: a queued job's across slices)."""
+        """A fresh copy of :meth:`curve_base`."""
+        return self.curve_base(sim, j, est_total, done, fit).copy()
+
+    def curve_base(
+        self, sim: Simulator, j: int, est_total: float, done: float, fit: LossCurveParams | None
+    ) -> np.ndarray:
+        """Job ``j``'s row holding its static fields and those that follow from its
+        progress and length estimate (cached while ``done``, the estimate and the fit
+        stay: a queued job's across slices). Read-only: the cache's own array."""
         cached = self._curve_rows.get(j)
         if (
             cached is not None
@@ -216,7 +223,7 @@ class MetisEncoder:
             and cached[2] is fit
             and cached[3] is sim
         ):
-            return cached[4].copy()
+            return cached[4]
         spec, cached_fit = sim.jobs[j], fit
         out = self._static_part(sim, j).copy()
         total = max(est_total, 1e-9)
@@ -242,7 +249,7 @@ class MetisEncoder:
             0.0 if r is None else quality(frac + r * step) - q_now for r in gain_rates
         ]
         self._curve_rows[j] = (done, est_total, cached_fit, sim, out)
-        return out.copy()
+        return out
 
     def _pending_feature(self, pending: int) -> float:
         """Slot field ``pending_gpus`` (the only one that depends on ``pending``)."""
@@ -290,6 +297,8 @@ class MetisEncoder:
                 if j is not None and counts[k] != before[k]:
                     obs[k * size + PENDING_INDEX] = self._pending_feature(counts[k]) * keep
             quality_sum, present = block[3], block[4]
+        elif self._keep_all and type(self).encode_slot is MetisEncoder.encode_slot:
+            obs, quality_sum, present = fresh_block(self, sim, slots, counts)
         else:
             obs = np.zeros(self.size, dtype=np.float32)
             quality_sum, present = 0.0, 0
