@@ -42,12 +42,14 @@ class MetisAllocationDiscreteEnv(MetisAllocationEnv):
         self._limits: list[int] = [-1] * self.num_slots  # max_gpus per slot
         self._limits_array = np.array(self._limits)  # the same, for the mask
         self._limits_key: tuple[object, int] | None = None
+        self._changed: int | None = None  # the slot the last step added to (a hint)
 
     def _make_action_space(self) -> spaces.Space:
         return spaces.Discrete(self.num_slots + 1)
 
     def _begin_slice(self) -> None:
         self.pending = np.zeros(self.num_slots, dtype=np.int64)
+        self._changed = None
 
     def _decode_action(self, action: Any) -> tuple[int, bool, bool]:
         return ClusterEnvBase._decode_action(self, action)
@@ -55,16 +57,59 @@ class MetisAllocationDiscreteEnv(MetisAllocationEnv):
     def _take_action(self, action: int) -> Outcome:
         if action != self.end_action:
             self.pending[action] += 1
+            self._changed = action
             return DECISION
         requests = {j: int(self.pending[k]) for k, j in enumerate(self.slots) if j is not None}
         return self._commit(requests)
 
+    def step(self, action: Any) -> tuple[np.ndarray, float, bool, bool, dict[str, Any]]:
+        """:meth:`ClusterEnvBase.step`; an allowed "+1 GPU" step (a plain ``int``) takes a
+        shorter path with the same results: no time passes, so it is the base step
+        without the decoding chain, the time advance and the end-of-episode checks."""
+        sim = self._sim
+        if (
+            type(action) is not int
+            or sim is None
+            or self._outcome is not DECISION
+            or not 0 <= action < self.num_slots
+        ):
+            return super().step(action)
+        counts = self.pending.tolist()
+        gpus = sim.inventory.num_gpus
+        if sum(counts) >= gpus or counts[action] >= self._slot_limits(sim)[action]:
+            return super().step(action)  # not allowed: the base step's invalid action
+        self.pending[action] += 1
+        components = self._reward_components()
+        reward = 0.0
+        for k, (name, weight) in enumerate(self.reward_weights.items()):
+            term = weight * components[name]
+            reward = term if k == 0 else reward + term
+        obs = self.encoder.encode(sim, self.slots, self.pending, action)
+        mask = self._mask_of(sim, sum(counts) + 1 >= gpus)
+        info = {
+            "action_mask": mask,
+            "invalid_action": False,
+            "num_invalid_actions": self.num_invalid_actions,
+            "num_forced_actions": self.num_forced_actions,
+            "reward_components": components,
+            "time_s": sim.now_s,
+            "num_queued": len(sim.queue),
+            "num_running": len(sim.active),
+            **self._extra_info(),
+        }
+        self._last = (obs, info)
+        return obs, float(reward), False, False, info
+
     def _action_mask(self) -> np.ndarray:
         """Which actions are allowed now (the end-slice action is last)."""
+        sim = self.sim
+        return self._mask_of(sim, sum(self.pending.tolist()) >= sim.inventory.num_gpus)
+
+    def _mask_of(self, sim: Any, full: bool) -> np.ndarray:
+        """The mask; ``full``: every GPU of the cluster is pending (only ending allowed)."""
         mask = np.zeros(self.num_slots + 1, dtype=bool)
         mask[self.end_action] = True
-        sim = self.sim
-        if sum(self.pending.tolist()) >= sim.inventory.num_gpus:
+        if full:
             return mask
         self._slot_limits(sim)
         np.less(self.pending, self._limits_array, out=mask[: self.num_slots])
@@ -99,3 +144,8 @@ class MetisAllocationDiscreteEnv(MetisAllocationEnv):
 
     def _pending(self) -> np.ndarray:
         return self.pending.copy()
+
+    def _get_obs(self) -> np.ndarray:
+        # the encoder only reads the counts; it is told which slot the last step changed
+        changed, self._changed = self._changed, None
+        return self.encoder.encode(self.sim, self.slots, self.pending, changed)

@@ -1,5 +1,8 @@
-"""The slot block of a new simulator state, written in one pass (MetisEncoder's hot path).
+"""MetisEncoder's slot block: kept per simulator state, a new state's written in one pass.
 
+:func:`fill_slots` keeps the observation buffer while the simulator's state version
+stays (the Discrete variant's "+1 GPU" steps rewrite one ``pending_gpus`` entry), and
+builds a new state's buffer with :func:`fresh_block` where it applies.
 :meth:`MetisEncoder.encode_slot` builds a fresh row per slot (its curve row copied, then
 every state field written) which ``_fill_slots`` copies into the observation; at the end
 of a slice every occupied slot is re-encoded that way. :func:`fresh_block` writes the
@@ -22,10 +25,56 @@ if TYPE_CHECKING:
     from cluster_envs.envs.metis_features import MetisEncoder
     from cluster_envs.sim.engine import Simulator
 
-#: ``OBS_NORM`` of :mod:`cluster_envs.envs.metis_features` (loss observations shown).
-_OBS_NORM = 10.0
-#: ``QUALITY_INDEX`` of :mod:`cluster_envs.envs.metis_features`.
-_QUALITY = 11
+#: Loss observations are shown as ``squash(count / OBS_NORM)``.
+OBS_NORM = 10.0
+#: Index of ``pending_gpus`` in a slot (the one field that depends on the pending count).
+PENDING_INDEX = 5
+#: Index of ``est_quality`` in a slot.
+QUALITY_INDEX = 11
+
+
+def fill_slots(
+    enc: MetisEncoder,
+    sim: Simulator,
+    slots: list[int | None],
+    counts: list[int],
+    changed: int | None,
+) -> tuple[np.ndarray, float, int, bool]:
+    """The observation buffer with the slot rows (``counts``: pending GPUs per slot)
+    written, the sum of ``est_quality`` over the present slots, their number, and
+    whether the buffer is new. Within one state version the buffer is kept and a slot
+    whose pending count changed gets its ``pending_gpus`` rewritten (as ``slot_row``
+    does; ``est_quality`` does not depend on it, so the sum is the one of a full pass).
+    ``changed``: the one slot whose count may differ from the previous call's, a hint
+    checked against the counts kept (any other difference is found slot by slot)."""
+    enc._sync_rows(sim)
+    size, block = enc.slot_size, enc._block
+    if block is not None and block[0] == slots:
+        obs, before, k = block[2], block[1], changed
+        keep = enc._keep[PENDING_INDEX]
+        if k is not None and counts[:k] == before[:k] and counts[k + 1 :] == before[k + 1 :]:
+            if slots[k] is not None and counts[k] != before[k]:  # the one slot changed
+                obs[k * size + PENDING_INDEX] = enc._pending_feature(counts[k]) * keep
+        else:
+            for k, j in enumerate(slots):
+                if j is not None and counts[k] != before[k]:
+                    obs[k * size + PENDING_INDEX] = enc._pending_feature(counts[k]) * keep
+        enc._block = (block[0], counts, obs, block[3], block[4])
+        return obs, block[3], block[4], False
+    if enc.one_pass:
+        obs, quality_sum, present = fresh_block(enc, sim, slots, counts)
+    else:
+        obs = np.zeros(enc.size, dtype=np.float32)
+        quality_sum, present = 0.0, 0
+        for k, j in enumerate(slots):
+            if j is None:
+                continue
+            row = enc.slot_row(sim, j, int(counts[k]))
+            obs[k * size : (k + 1) * size] = row
+            quality_sum += float(row[QUALITY_INDEX])
+            present += 1
+    enc._block = (list(slots), counts, obs, quality_sum, present)
+    return obs, quality_sum, present, True
 
 
 def fresh_block(
@@ -56,7 +105,7 @@ def fresh_block(
         obs[o + 5] = min(counts[k] / top, 1.0)
         obs[o + 9] = norm_time(now - jobs[j].submit_time_s)
         obs[o + 13] = norm_time(float(attained[j]))
-        obs[o + 18] = squash(num_observations(j) / _OBS_NORM)
-        quality_sum += float(base[_QUALITY])
+        obs[o + 18] = squash(num_observations(j) / OBS_NORM)
+        quality_sum += float(base[QUALITY_INDEX])
         present += 1
     return obs, quality_sum, present
