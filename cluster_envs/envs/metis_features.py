@@ -237,14 +237,14 @@ class MetisEncoder:
             curve_feats = (1.0, squash(fit.b0 * total), squash(fit.b1), squash(fit.b2))
         else:
             curve_feats = (0.0, *prior_curve_features(spec.model))
-        out[10:13] = (frac, q_now, norm_time(remaining / rate1))
-        out[14:18] = curve_feats
+        # one scalar write per field (a sequence written to a slice costs more)
+        out[10], out[11], out[12] = frac, q_now, norm_time(remaining / rate1)
+        out[14], out[15], out[16], out[17] = curve_feats
         step = self.slice_s / total
         quality = curve.quality
         base = 22 + len(FEATURE_GPUS)
-        out[base : base + len(FEATURE_GPUS)] = [
-            0.0 if r is None else quality(frac + r * step) - q_now for r in gain_rates
-        ]
+        for i, r in enumerate(gain_rates):
+            out[base + i] = 0.0 if r is None else quality(frac + r * step) - q_now
         self._curve_rows[j] = (done, est_total, cached_fit, sim, out)
         return out
 
