@@ -10,6 +10,7 @@ from gymnasium import spaces
 from cluster_envs.driver import DECISION, Outcome
 from cluster_envs.envs.base import ClusterEnvBase
 from cluster_envs.envs.metis import MetisAllocationEnv
+from cluster_envs.envs.metis_features import MetisEncoder
 from cluster_envs.types import Decision
 
 
@@ -35,6 +36,9 @@ class MetisAllocationDiscreteEnv(MetisAllocationEnv):
     Everything else (rewards, metrics, arguments) is MetisAllocation-v0's.
     """
 
+    #: The slot the last step added a GPU to (the default encoders' hint), else None.
+    _changed: int | None = None
+
     def __init__(self, render_mode: str | None = None, **kwargs: Any) -> None:
         super().__init__(render_mode, **kwargs)
         self.end_action = self.wait_action = self.num_slots
@@ -42,7 +46,6 @@ class MetisAllocationDiscreteEnv(MetisAllocationEnv):
         self._limits: list[int] = [-1] * self.num_slots  # max_gpus per slot
         self._limits_array = np.array(self._limits)  # the same, for the mask
         self._limits_key: tuple[object, int] | None = None
-        self._changed: int | None = None  # the slot the last step added to (a hint)
 
     def _make_action_space(self) -> spaces.Space:
         return spaces.Discrete(self.num_slots + 1)
@@ -84,7 +87,8 @@ class MetisAllocationDiscreteEnv(MetisAllocationEnv):
         for k, (name, weight) in enumerate(self.reward_weights.items()):
             term = weight * components[name]
             reward = term if k == 0 else reward + term
-        obs = self.encoder.encode(sim, self.slots, self.pending, action)
+        self._changed = action
+        obs = self._get_obs()
         mask = self._mask_of(sim, sum(counts) + 1 >= gpus)
         info = {
             "action_mask": mask,
@@ -146,6 +150,7 @@ class MetisAllocationDiscreteEnv(MetisAllocationEnv):
         return self.pending.copy()
 
     def _get_obs(self) -> np.ndarray:
-        # the encoder only reads the counts; it is told which slot the last step changed
         changed, self._changed = self._changed, None
-        return self.encoder.encode(self.sim, self.slots, self.pending, changed)
+        if isinstance(self.encoder, MetisEncoder):  # reads the counts; told the changed slot
+            return self.encoder.encode(self.sim, self.slots, self.pending, changed)
+        return super()._get_obs()
