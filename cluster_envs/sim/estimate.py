@@ -106,9 +106,11 @@ class WorkEstimator:
         self.noise_std = noise_std
         n = len(sim.jobs)
         self._prior = np.full(n, np.nan)
-        # Per job, created on first use (a million empty lists would cost ~110 MiB).
-        self._k: defaultdict[int, list[float]] = defaultdict(list)
-        self._loss: defaultdict[int, list[float]] = defaultdict(list)
+        # Per job, created on first use (a million empty lists would cost ~110 MiB): the
+        # observations as float64 chunks, one per batch generated (joined when read).
+        self._k: defaultdict[int, list[np.ndarray]] = defaultdict(list)
+        self._loss: defaultdict[int, list[np.ndarray]] = defaultdict(list)
+        self._num_obs = [0] * n
         self._rng: list[np.random.Generator | None] = [None] * n
         self._fit: list[LossCurveParams | None] = [None] * n
         self._fit_count = [0] * n
@@ -133,7 +135,17 @@ class WorkEstimator:
     def observations(self, j: int) -> tuple[np.ndarray, np.ndarray]:
         """Every ``(iteration, noisy loss)`` job ``j`` has logged so far."""
         self._observe(j)
-        return np.asarray(self._k[j]), np.asarray(self._loss[j])
+        ks, losses = self._history(j)
+        return ks.copy(), losses.copy()
+
+    def _history(self, j: int) -> tuple[np.ndarray, np.ndarray]:
+        """Job ``j``'s observations so far as two arrays (the stored ones: read only)."""
+        ks, losses = self._k[j], self._loss[j]
+        if not ks:
+            return np.zeros(0), np.zeros(0)
+        if len(ks) > 1:  # join the chunks once
+            ks[:], losses[:] = [np.concatenate(ks)], [np.concatenate(losses)]
+        return ks[0], losses[0]
 
     def _observe(self, j: int) -> int:
         spec = self.sim.jobs[j]
@@ -141,21 +153,22 @@ class WorkEstimator:
             return 0
         done = self.sim.iterations_done(j)
         step = self.interval(j)
-        ks, losses = self._k[j], self._loss[j]
+        count = self._num_obs[j]
         upto = int(done // step)
-        if upto > len(ks):
+        if upto > count:
             rng = self._rng[j]
             if rng is None:
                 rng = self._rng[j] = np.random.default_rng([self.seed, j])
             # One vectorised draw equals the same number of single draws: the noise of
             # observation i does not depend on when the history is read.
-            k = step * np.arange(len(ks) + 1, upto + 1)
+            k = step * np.arange(count + 1, upto + 1)
             c = spec.loss_curve
             true = 1.0 / (c.b0 * k + c.b1) + c.b2
             noisy = true * (1.0 + self.noise_std * rng.standard_normal(len(k)))
-            ks.extend(k.tolist())
-            losses.extend(np.maximum(noisy, 1e-3 * true).tolist())
-        return len(ks)
+            self._k[j].append(k)
+            self._loss[j].append(np.maximum(noisy, 1e-3 * true))
+            count = self._num_obs[j] = upto
+        return count
 
     def total_iterations(self, j: int) -> float:
         """Estimated iterations to job ``j``'s target (fast path for env steps).
@@ -225,8 +238,8 @@ class WorkEstimator:
         self._observe(j)
         target = self.sim.jobs[j].target_loss
         assert target is not None  # total_iterations refits only jobs with a target
-        ks = np.asarray(self._k[j][:milestone])
-        losses = np.asarray(self._loss[j][:milestone])
+        all_k, all_loss = self._history(j)
+        ks, losses = all_k[:milestone], all_loss[:milestone]
         if milestone > MAX_KEPT_OBSERVATIONS:
             idx = np.linspace(0, milestone - 1, MAX_KEPT_OBSERVATIONS).astype(int)
             ks, losses = ks[idx], losses[idx]
@@ -244,7 +257,7 @@ class WorkEstimator:
         if self.sim.jobs[j].loss_curve is None:
             return 0
         step = self._interval[j] if self._interval[j] > 0 else self.interval(j)
-        return max(len(self._k[j]), int(self.sim.iterations_done(j) // step))
+        return max(self._num_obs[j], int(self.sim.iterations_done(j) // step))
 
     def remaining(self, j: int) -> float:
         """``estimate(j).remaining_iterations`` without building the estimate."""
