@@ -19,6 +19,7 @@ the estimate depends only on the job's progress, not on when a policy asks (pari
 
 from __future__ import annotations
 
+import functools
 import math
 from collections import defaultdict
 from dataclasses import dataclass
@@ -89,6 +90,15 @@ def _milestone(count: int) -> int:
     while m * REFIT_GROWTH <= count:
         m *= REFIT_GROWTH
     return m
+
+
+@functools.cache
+def _kept(milestone: int) -> np.ndarray:
+    """Indices of the MAX_KEPT_OBSERVATIONS observations a refit at ``milestone`` keeps
+    (evenly spread; milestones are powers of two, so the cache stays small)."""
+    idx = np.linspace(0, milestone - 1, MAX_KEPT_OBSERVATIONS).astype(int)
+    idx.flags.writeable = False
+    return idx
 
 
 class WorkEstimator:
@@ -241,7 +251,7 @@ class WorkEstimator:
         all_k, all_loss = self._history(j)
         ks, losses = all_k[:milestone], all_loss[:milestone]
         if milestone > MAX_KEPT_OBSERVATIONS:
-            idx = np.linspace(0, milestone - 1, MAX_KEPT_OBSERVATIONS).astype(int)
+            idx = _kept(milestone)
             ks, losses = ks[idx], losses[idx]
         fit = fit_arrays(ks, losses, ramp_weights(ks))
         self._fit[j] = fit
