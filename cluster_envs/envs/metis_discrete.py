@@ -73,7 +73,7 @@ class MetisAllocationDiscreteEnv(MetisAllocationEnv):
         if (
             type(action) is not int
             or sim is None
-            or self._outcome is not DECISION
+            or self._outcome.ended
             or not 0 <= action < self.num_slots
         ):
             return super().step(action)

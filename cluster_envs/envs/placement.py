@@ -135,7 +135,7 @@ class JobPlacementEnv(ClusterEnvBase):
         if (
             type(action) is not int
             or sim is None
-            or self._outcome is not DECISION
+            or self._outcome.ended
             or not 0 <= action < len(tentative)
         ):
             return super().step(action)
