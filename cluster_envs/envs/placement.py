@@ -14,7 +14,7 @@ from cluster_envs.envs.config import split_kwargs
 from cluster_envs.envs.jct_reward import JctReward
 from cluster_envs.envs.scale_free import placement_encoder
 from cluster_envs.errors import ConfigError, InfeasibleDecisionError
-from cluster_envs.types import Allocate, Decision, make_placement
+from cluster_envs.types import Allocate, Decision
 
 
 @dataclass(frozen=True)
@@ -174,7 +174,10 @@ class JobPlacementEnv(ClusterEnvBase):
         head = self._head()
         if sum(self._tentative.tolist()) < self.sim.jobs[head].num_gpus:
             return DECISION
-        placement = make_placement(enumerate(self._tentative.tolist()))
+        # make_placement's result: the nodes in order, zeros dropped (counts are ints >= 0)
+        placement = tuple(
+            (node, gpus) for node, gpus in enumerate(self._tentative.tolist()) if gpus
+        )
         self._tentative[:] = 0
         self._plan = []
         self.sim.apply(Decision((Allocate(head, placement),)))
