@@ -87,25 +87,24 @@ def fresh_block(
     rows = obs[: enc.num_slots * size].reshape(enc.num_slots, size)
     estimator, jobs, now = sim.estimator, sim.jobs, sim.now_s
     states, held, attained = sim.state, sim.num_gpus_held, sim.attained_gpu_s
-    total_iterations, fitted = estimator.total_iterations, estimator.fitted
-    num_observations, curve_base = estimator.num_observations, enc.curve_base
+    slot_reads, curve_base = estimator.slot_reads, enc.curve_base
     quality_sum, present = 0.0, 0
     for k, j in enumerate(slots):
         if j is None:
             continue
-        state = int(states[j])
-        est_total = total_iterations(j)
-        base = curve_base(sim, j, est_total, sim.iterations_done(j), fitted(j))
+        state = states.item(j)
+        est_total, done, fit, num_obs = slot_reads(j)  # encode_slot's four reads in one
+        base = curve_base(sim, j, est_total, done, fit)
         rows[k] = base
         o = k * size
         obs[o + 1] = state == 1
         obs[o + 2] = state == 2
         obs[o + 3] = state == 3
-        obs[o + 4] = min(int(held[j]) / top, 1.0)
+        obs[o + 4] = min(held.item(j) / top, 1.0)
         obs[o + 5] = min(counts[k] / top, 1.0)
         obs[o + 9] = norm_time(now - jobs[j].submit_time_s)
-        obs[o + 13] = norm_time(float(attained[j]))
-        obs[o + 18] = squash(num_observations(j) / OBS_NORM)
+        obs[o + 13] = norm_time(attained.item(j))
+        obs[o + 18] = squash(num_obs / OBS_NORM)
         quality_sum += float(base[QUALITY_INDEX])
         present += 1
     return obs, quality_sum, present

@@ -198,6 +198,26 @@ class WorkEstimator:
             total = self.prior(j)
         return max(float(total), done)
 
+    def slot_reads(self, j: int) -> tuple[float, float, LossCurveParams | None, int]:
+        """``(total_iterations(j), iterations done, fitted(j), num_observations(j))`` in
+        one pass: the same values, refits and caches as those calls in that order."""
+        done = self.sim.iterations_done(j)
+        spec = self.sim.jobs[j]
+        curve = spec.loss_curve
+        if curve is not None and spec.target_loss is not None:
+            step = self._interval[j] if self._interval[j] > 0 else self.interval(j)
+            milestone = _milestone(int(done // step))
+            if milestone > self._fit_count[j]:
+                self._refresh(j, milestone)
+        total = self._total[j]
+        if math.isnan(total):
+            total = self.prior(j)
+        count = 0
+        if curve is not None:
+            step = self._interval[j] if self._interval[j] > 0 else self.interval(j)
+            count = max(self._num_obs[j], int(done // step))
+        return max(float(total), done), done, self._fit[j], count
+
     def freeze(self, ids: np.ndarray) -> np.ndarray:
         """Fix the estimates of jobs ``ids`` at their current values and never refit them
         (a what-if fork in which the scheduler's belief is the truth); their totals."""
