@@ -10,6 +10,7 @@ from gymnasium import spaces
 from cluster_envs.driver import DECISION, Outcome
 from cluster_envs.envs.base import ClusterEnvBase
 from cluster_envs.envs.metis import MetisAllocationEnv
+from cluster_envs.envs.metis_features import MetisEncoder
 from cluster_envs.types import Decision
 
 
@@ -35,6 +36,9 @@ class MetisAllocationDiscreteEnv(MetisAllocationEnv):
     Everything else (rewards, metrics, arguments) is MetisAllocation-v0's.
     """
 
+    #: The slot the last step added a GPU to (the default encoders' hint), else None.
+    _changed: int | None = None
+
     def __init__(self, render_mode: str | None = None, **kwargs: Any) -> None:
         super().__init__(render_mode, **kwargs)
         self.end_action = self.wait_action = self.num_slots
@@ -48,6 +52,7 @@ class MetisAllocationDiscreteEnv(MetisAllocationEnv):
 
     def _begin_slice(self) -> None:
         self.pending = np.zeros(self.num_slots, dtype=np.int64)
+        self._changed = None
 
     def _decode_action(self, action: Any) -> tuple[int, bool, bool]:
         return ClusterEnvBase._decode_action(self, action)
@@ -55,16 +60,60 @@ class MetisAllocationDiscreteEnv(MetisAllocationEnv):
     def _take_action(self, action: int) -> Outcome:
         if action != self.end_action:
             self.pending[action] += 1
+            self._changed = action
             return DECISION
         requests = {j: int(self.pending[k]) for k, j in enumerate(self.slots) if j is not None}
         return self._commit(requests)
 
+    def step(self, action: Any) -> tuple[np.ndarray, float, bool, bool, dict[str, Any]]:
+        """:meth:`ClusterEnvBase.step`; an allowed "+1 GPU" step (a plain ``int``) takes a
+        shorter path with the same results: no time passes, so it is the base step
+        without the decoding chain, the time advance and the end-of-episode checks."""
+        sim = self._sim
+        if (
+            type(action) is not int
+            or sim is None
+            or self._outcome.ended
+            or not 0 <= action < self.num_slots
+        ):
+            return super().step(action)
+        counts = self.pending.tolist()
+        gpus = sim.inventory.num_gpus
+        if sum(counts) >= gpus or counts[action] >= self._slot_limits(sim)[action]:
+            return super().step(action)  # not allowed: the base step's invalid action
+        self.pending[action] += 1
+        components = self._reward_components()
+        reward = 0.0
+        for k, (name, weight) in enumerate(self.reward_weights.items()):
+            term = weight * components[name]
+            reward = term if k == 0 else reward + term
+        self._changed = action
+        obs = self._get_obs()
+        mask = self._mask_of(sim, sum(counts) + 1 >= gpus)
+        info = {
+            "action_mask": mask,
+            "invalid_action": False,
+            "num_invalid_actions": self.num_invalid_actions,
+            "num_forced_actions": self.num_forced_actions,
+            "reward_components": components,
+            "time_s": sim.now_s,
+            "num_queued": len(sim.queue),
+            "num_running": len(sim.active),
+            **self._extra_info(),
+        }
+        self._last = (obs, info)
+        return obs, float(reward), False, False, info
+
     def _action_mask(self) -> np.ndarray:
         """Which actions are allowed now (the end-slice action is last)."""
+        sim = self.sim
+        return self._mask_of(sim, sum(self.pending.tolist()) >= sim.inventory.num_gpus)
+
+    def _mask_of(self, sim: Any, full: bool) -> np.ndarray:
+        """The mask; ``full``: every GPU of the cluster is pending (only ending allowed)."""
         mask = np.zeros(self.num_slots + 1, dtype=bool)
         mask[self.end_action] = True
-        sim = self.sim
-        if sum(self.pending.tolist()) >= sim.inventory.num_gpus:
+        if full:
             return mask
         self._slot_limits(sim)
         np.less(self.pending, self._limits_array, out=mask[: self.num_slots])
@@ -99,3 +148,9 @@ class MetisAllocationDiscreteEnv(MetisAllocationEnv):
 
     def _pending(self) -> np.ndarray:
         return self.pending.copy()
+
+    def _get_obs(self) -> np.ndarray:
+        changed, self._changed = self._changed, None
+        if isinstance(self.encoder, MetisEncoder):  # reads the counts; told the changed slot
+            return self.encoder.encode(self.sim, self.slots, self.pending, changed)
+        return super()._get_obs()

@@ -17,6 +17,8 @@ import numpy as np
 
 from cluster_envs.config import ClusterConfig
 from cluster_envs.envs.layout import ObsLayout
+from cluster_envs.envs.metis_fresh import OBS_NORM, PENDING_INDEX, fill_slots
+from cluster_envs.envs.metis_fresh import QUALITY_INDEX as QUALITY_INDEX
 from cluster_envs.envs.metis_profile import ThroughputProfile, profile_job
 from cluster_envs.envs.normalise import MODEL_NAMES, norm_time, prior_curve_features, squash
 from cluster_envs.perf import zoo
@@ -31,12 +33,6 @@ if TYPE_CHECKING:
 FEATURE_GPUS = (1, 2, 4, 8, 16)
 #: Efficiencies above this (super-linear, from gradient accumulation) are clipped.
 MAX_EFFICIENCY = 2.0
-#: Loss observations are shown as ``squash(count / OBS_NORM)``.
-OBS_NORM = 10.0
-#: Index of ``pending_gpus`` in a slot (the one field that depends on the pending count).
-PENDING_INDEX = 5
-#: Index of ``est_quality`` in a slot.
-QUALITY_INDEX = 11
 #: Slot fields that follow from the job's state, allocation, age and service (the rest
 #: are static or follow from its progress and length estimate): queued, rescaling,
 #: running, gpus, pending_gpus, age, attained_service, num_loss_observations.
@@ -145,6 +141,8 @@ class MetisEncoder:
             int, tuple[float, float, LossCurveParams | None, Simulator, np.ndarray]
         ] = {}
         self._block: tuple[list[int | None], list[int], np.ndarray, float, int] | None = None
+        #: A new state's slots in one pass (metis_fresh): the default rows, none zeroed.
+        self.one_pass = self._keep_all and type(self).encode_slot is MetisEncoder.encode_slot
 
     def reset(self, seed: int) -> None:
         """Forget per-episode caches; profiles of this episode come from ``seed``."""
@@ -205,9 +203,15 @@ class MetisEncoder:
     def _curve_row(
         self, sim: Simulator, j: int, est_total: float, done: float, fit: LossCurveParams | None
     ) -> np.ndarray:
-        """A fresh row of job ``j`` holding its static fields and those that follow from
-        its progress and length estimate (cached while ``done``, the estimate and the fit
-        stay: a queued job's across slices)."""
+        """A fresh copy of :meth:`curve_base`."""
+        return self.curve_base(sim, j, est_total, done, fit).copy()
+
+    def curve_base(
+        self, sim: Simulator, j: int, est_total: float, done: float, fit: LossCurveParams | None
+    ) -> np.ndarray:
+        """Job ``j``'s row holding its static fields and those that follow from its
+        progress and length estimate (cached while ``done``, the estimate and the fit
+        stay: a queued job's across slices). Read-only: the cache's own array."""
         cached = self._curve_rows.get(j)
         if (
             cached is not None
@@ -216,7 +220,7 @@ class MetisEncoder:
             and cached[2] is fit
             and cached[3] is sim
         ):
-            return cached[4].copy()
+            return cached[4]
         spec, cached_fit = sim.jobs[j], fit
         out = self._static_part(sim, j).copy()
         total = max(est_total, 1e-9)
@@ -233,16 +237,16 @@ class MetisEncoder:
             curve_feats = (1.0, squash(fit.b0 * total), squash(fit.b1), squash(fit.b2))
         else:
             curve_feats = (0.0, *prior_curve_features(spec.model))
-        out[10:13] = (frac, q_now, norm_time(remaining / rate1))
-        out[14:18] = curve_feats
+        # one scalar write per field (a sequence written to a slice costs more)
+        out[10], out[11], out[12] = frac, q_now, norm_time(remaining / rate1)
+        out[14], out[15], out[16], out[17] = curve_feats
         step = self.slice_s / total
         quality = curve.quality
         base = 22 + len(FEATURE_GPUS)
-        out[base : base + len(FEATURE_GPUS)] = [
-            0.0 if r is None else quality(frac + r * step) - q_now for r in gain_rates
-        ]
+        for i, r in enumerate(gain_rates):
+            out[base + i] = 0.0 if r is None else quality(frac + r * step) - q_now
         self._curve_rows[j] = (done, est_total, cached_fit, sim, out)
-        return out.copy()
+        return out
 
     def _pending_feature(self, pending: int) -> float:
         """Slot field ``pending_gpus`` (the only one that depends on ``pending``)."""
@@ -270,39 +274,6 @@ class MetisEncoder:
             self._rows[(j, pending)] = row
         return row
 
-    def _fill_slots(
-        self, sim: Simulator, slots: list[int | None], counts: list[int]
-    ) -> tuple[np.ndarray, float, int, bool]:
-        """The observation buffer with the slot rows (``counts``: pending GPUs per slot)
-        written, the sum of ``est_quality`` over the present slots, their number, and
-        whether the buffer is new. Within one state version the buffer is kept and a
-        slot whose pending count changed gets its ``pending_gpus`` rewritten (as
-        :meth:`slot_row` does; ``est_quality`` does not depend on it, so the sum is the
-        one of a full pass)."""
-        self._sync_rows(sim)
-        size, block = self.slot_size, self._block
-        fresh = block is None or block[0] != slots
-        if not fresh:
-            assert block is not None
-            obs, before = block[2], block[1]
-            keep = self._keep[PENDING_INDEX]
-            for k, j in enumerate(slots):
-                if j is not None and counts[k] != before[k]:
-                    obs[k * size + PENDING_INDEX] = self._pending_feature(counts[k]) * keep
-            quality_sum, present = block[3], block[4]
-        else:
-            obs = np.zeros(self.size, dtype=np.float32)
-            quality_sum, present = 0.0, 0
-            for k, j in enumerate(slots):
-                if j is None:
-                    continue
-                row = self.slot_row(sim, j, int(counts[k]))
-                obs[k * size : (k + 1) * size] = row
-                quality_sum += float(row[QUALITY_INDEX])
-                present += 1
-        self._block = (list(slots), counts, obs, quality_sum, present)
-        return obs, quality_sum, present, fresh
-
     def _rates(self, sim: Simulator, j: int) -> tuple[float, list[float | None]]:
         """Job ``j``'s profiled rate on 1 GPU and on each FEATURE_GPUS count it allows."""
         cached = self._rate_cache.get(j)
@@ -312,11 +283,19 @@ class MetisEncoder:
             cached = self._rate_cache[j] = (prof.rate(1), gains)
         return cached
 
-    def encode(self, sim: Simulator, slots: list[int | None], pending: np.ndarray) -> np.ndarray:
+    def encode(
+        self,
+        sim: Simulator,
+        slots: list[int | None],
+        pending: np.ndarray,
+        changed: int | None = None,
+    ) -> np.ndarray:
         """The observation: every slot (``None`` = empty), then the cluster (the cluster
-        fields but ``pending_free_fraction`` kept with the slot rows per state version)."""
+        fields but ``pending_free_fraction`` kept with the slot rows per state version).
+        ``changed``: a hint, the one slot whose pending count may differ from the
+        previous call's (checked; any other difference is found as without it)."""
         counts = pending.tolist()  # integer counts: their sum is exact in any order
-        obs, quality_sum, present, fresh = self._fill_slots(sim, slots, counts)
+        obs, quality_sum, present, fresh = fill_slots(self, sim, slots, counts, changed)
         inv, c = sim.inventory, self.num_slots * self.slot_size
         pending_free = max(inv.num_gpus - float(sum(counts)), 0.0) / inv.num_gpus
         if fresh:

@@ -5,7 +5,7 @@ noisy small-scale profiling runs (:func:`profile_job`), never the true speed mod
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from scipy.optimize import nnls
@@ -57,20 +57,43 @@ def profile_job(
     3])`` -- the same numbers whatever order jobs are profiled in.
     """
     rng = np.random.default_rng([seed, job.job_id, 3])
-    speed = max(GPU_SPEED[g.gpu_type] for g in cluster.node_groups)
-    network = cluster.inter_node_gbps / REFERENCE_INTER_NODE_GBPS
-    top, node_gpus = min(job.max_gpus, cluster.num_gpus), cluster.max_gpus_per_node
-    counts = [n for n in PROFILE_GPUS if n <= top] or [1]
-    rows, times = [], []
+    speed, network, num_gpus, node_gpus = _cluster_constants(cluster)
+    top = min(job.max_gpus, num_gpus)
+    counts = tuple(n for n in PROFILE_GPUS if n <= top) or (1,)
+    throughput, times = job.speed.throughput, []
     for n in counts:
-        rate = job.speed.throughput(packed_shape(n, node_gpus), speed, network)
-        noisy = (1.0 / rate) * max(1.0 + noise_std * float(rng.standard_normal()), 0.1)
-        rows.append([1.0, 1.0 / n, n - 1.0])
-        times.append(noisy)
-    a, b = np.asarray(rows), np.asarray(times)
-    scale = b.mean()
-    theta, _ = nnls(a, b / scale)
+        rate = throughput(packed_shape(n, node_gpus), speed, network)
+        times.append((1.0 / rate) * max(1.0 + noise_std * float(rng.standard_normal()), 0.1))
+    scale = times[0]  # np.mean's value: a sequential sum (at most 4 terms) over the count
+    for t in times[1:]:
+        scale += t
+    scale /= len(times)
+    theta, _ = nnls(_design(counts), np.array(times) / scale)
     theta = theta * scale
     if theta[0] + theta[1] <= 0:  # degenerate fit: fall back to the measured 1-GPU time
-        theta = np.array([0.0, float(b[0]), 0.0])
+        theta = np.array([0.0, times[0], 0.0])
     return ThroughputProfile((float(theta[0]), float(theta[1]), float(theta[2])))
+
+
+#: The last cluster asked about and its constants (a frozen config: kept by identity).
+_CLUSTER: list[Any] = [None, None]
+#: The model's design matrix per tuple of profiled counts (read-only; nnls copies).
+_DESIGN: dict[tuple[int, ...], np.ndarray] = {}
+
+
+def _cluster_constants(cluster: ClusterConfig) -> tuple[float, float, int, int]:
+    """(fastest GPU speed, relative network speed, GPUs, most GPUs on one node)."""
+    if _CLUSTER[0] is not cluster:
+        speed = max(GPU_SPEED[g.gpu_type] for g in cluster.node_groups)
+        network = cluster.inter_node_gbps / REFERENCE_INTER_NODE_GBPS
+        _CLUSTER[:] = cluster, (speed, network, cluster.num_gpus, cluster.max_gpus_per_node)
+    return _CLUSTER[1]  # type: ignore[no-any-return]
+
+
+def _design(counts: tuple[int, ...]) -> np.ndarray:
+    """Rows ``[1, 1 / n, n - 1]`` of ``t(n)`` for each profiled count ``n``."""
+    a = _DESIGN.get(counts)
+    if a is None:
+        a = _DESIGN[counts] = np.asarray([[1.0, 1.0 / n, n - 1.0] for n in counts])
+        a.flags.writeable = False
+    return a

@@ -147,8 +147,15 @@ class ScaleFreeMetisEncoder(MetisEncoder):
         super().reset(seed)
         self._profile_feats = {}
 
-    def encode(self, sim: Simulator, slots: list[int | None], pending: np.ndarray) -> np.ndarray:
-        """The observation: every slot (``None`` = empty), then the cluster."""
+    def encode(
+        self,
+        sim: Simulator,
+        slots: list[int | None],
+        pending: np.ndarray,
+        changed: int | None = None,
+    ) -> np.ndarray:
+        """The observation: every slot (``None`` = empty), then the cluster (``changed``,
+        the default encoder's hint, is not used)."""
         key = (sim.state_version, id(sim))
         if key != self._tau_key or sim is not self._rows_sim:
             self._tau, self._tau_key = self.time_scale(sim), key

@@ -14,7 +14,7 @@ from cluster_envs.envs.config import split_kwargs
 from cluster_envs.envs.jct_reward import JctReward
 from cluster_envs.envs.scale_free import placement_encoder
 from cluster_envs.errors import ConfigError, InfeasibleDecisionError
-from cluster_envs.types import Allocate, Decision, make_placement
+from cluster_envs.types import Allocate, Decision
 
 
 @dataclass(frozen=True)
@@ -127,6 +127,43 @@ class JobPlacementEnv(ClusterEnvBase):
         self.reward_weights = {"jct": 1.0}
         self._jct = JctReward(config.reward_scale_s)
 
+    def step(self, action: Any) -> tuple[np.ndarray, float, bool, bool, dict[str, Any]]:
+        """:meth:`ClusterEnvBase.step`; an allowed action (a plain ``int``) that places a
+        GPU without completing the job takes a shorter path with the same results: no
+        time passes, so it is the base step without the decoding chain and the checks."""
+        sim, tentative = self._sim, self._tentative
+        if (
+            type(action) is not int
+            or sim is None
+            or self._outcome.ended
+            or not 0 <= action < len(tentative)
+        ):
+            return super().step(action)
+        free = sim.inventory.free
+        counts = tentative.tolist()
+        if not free[action] > counts[action] or sum(counts) + 1 >= sim.jobs[self._head()].num_gpus:
+            return super().step(action)  # refused, or the job's last GPU: it starts
+        tentative[action] += 1
+        components = self._reward_components()
+        reward = 0.0
+        for k, (name, weight) in enumerate(self.reward_weights.items()):
+            term = weight * components[name]
+            reward = term if k == 0 else reward + term
+        obs = self._get_obs()
+        info = {
+            "action_mask": self._action_mask(),
+            "invalid_action": False,
+            "num_invalid_actions": self.num_invalid_actions,
+            "num_forced_actions": self.num_forced_actions,
+            "reward_components": components,
+            "time_s": sim.now_s,
+            "num_queued": len(sim.queue),
+            "num_running": len(sim.active),
+            **self._extra_info(),
+        }
+        self._last = (obs, info)
+        return obs, float(reward), False, False, info
+
     # ------------------------------------------------------------------ hooks
     def _on_reset(self) -> None:
         self._tentative[:] = 0
@@ -137,7 +174,10 @@ class JobPlacementEnv(ClusterEnvBase):
         head = self._head()
         if sum(self._tentative.tolist()) < self.sim.jobs[head].num_gpus:
             return DECISION
-        placement = make_placement(enumerate(self._tentative.tolist()))
+        # make_placement's result: the nodes in order, zeros dropped (counts are ints >= 0)
+        placement = tuple(
+            (node, gpus) for node, gpus in enumerate(self._tentative.tolist()) if gpus
+        )
         self._tentative[:] = 0
         self._plan = []
         self.sim.apply(Decision((Allocate(head, placement),)))

@@ -188,17 +188,19 @@ class Simulator(SimulatorState):
 
     def _sync_progress(self, j: int) -> None:
         """Bring job ``j``'s progress and attained service up to ``now_s``."""
-        now = self._now_s
-        dt = now - self._last_update_s[j]
+        now = self._now_s  # (plain-float reads: the same float64 arithmetic, cheaper)
+        dt = now - self._last_update_s.item(j)
         if dt > 0:  # (time never goes back: dt == 0 means already synced)
-            self._progress[j] += self._rate[j] * dt
-            self._attained_gpu_s[j] += self._num_gpus_held[j] * dt
+            self._progress[j] = self._progress.item(j) + self._rate.item(j) * dt
+            self._attained_gpu_s[j] = (
+                self._attained_gpu_s.item(j) + self._num_gpus_held.item(j) * dt
+            )
             self._last_update_s[j] = now
 
     def iterations_done(self, j: int) -> float:
         """Iterations job ``j`` has completed by ``now_s`` (no state change)."""
-        dt = self._now_s - self._last_update_s[j]
-        return float(self._progress[j] + self._rate[j] * dt)
+        dt = self._now_s - self._last_update_s.item(j)
+        return self._progress.item(j) + self._rate.item(j) * dt
 
     def _set_rate(self, j: int, rate: float) -> None:
         """Change job ``j``'s rate from now on and re-key its completion event."""
@@ -207,8 +209,8 @@ class Simulator(SimulatorState):
         self._rate[j] = rate
         self._events.invalidate(j)
         if rate > 0:
-            total = self._total[j]
-            remaining = max(float(total - self._progress[j]), 0.0)
+            total = self._total.item(j)
+            remaining = max(total - self._progress.item(j), 0.0)
             if remaining <= PROGRESS_EPS * total:
                 remaining = 0.0
             self._events.push(self._now_s + remaining / rate, EV_COMPLETE, j)
@@ -216,7 +218,7 @@ class Simulator(SimulatorState):
     def _rate_of(self, j: int, placement: Placement) -> float:
         if not self._goodput[j]:
             return self._rates.fixed_rate(j, self._speeds[j], placement)
-        done = float(self._progress[j] / self._total[j])
+        done = self._progress.item(j) / self._total.item(j)
         return self._rates.rate_of(j, self._speeds[j], placement, int(self._batch_size[j]), done)
 
     def _refresh_rates(self, jobs: set[int]) -> None:
@@ -225,15 +227,15 @@ class Simulator(SimulatorState):
             return
         state, rates, placements = self._state, self._rate, self._placement
         for k in sorted(jobs):
-            if state[k] == _RUNNING:
+            if state.item(k) == _RUNNING:
                 rate = self._rate_of(k, placements[k])
-                if rate != rates[k]:
+                if rate != rates.item(k):
                     self._set_rate(k, rate)
 
     def _release(self, j: int) -> None:
         self._sync_progress(j)
         for callback in self._on["on_release"]:
-            callback(self, j, float(self._held_since_s[j]), self._now_s, self._placement[j])
+            callback(self, j, self._held_since_s.item(j), self._now_s, self._placement[j])
         self._inventory.give_back(self._placement[j])
         self._placement[j] = ()
         self._num_gpus_held[j] = 0
@@ -246,7 +248,7 @@ class Simulator(SimulatorState):
         self._placement[j] = placement
         self._held_since_s[j] = self._now_s
         self._num_gpus_held[j] = sum([g for _, g in placement])
-        if math.isnan(self._first_start_s[j]):
+        if math.isnan(self._first_start_s.item(j)):
             self._first_start_s[j] = self._now_s
         self._active[j] = None
         self._jobq.discard(j)

@@ -19,6 +19,7 @@ the estimate depends only on the job's progress, not on when a policy asks (pari
 
 from __future__ import annotations
 
+import functools
 import math
 from collections import defaultdict
 from dataclasses import dataclass
@@ -91,6 +92,15 @@ def _milestone(count: int) -> int:
     return m
 
 
+@functools.cache
+def _kept(milestone: int) -> np.ndarray:
+    """Indices of the MAX_KEPT_OBSERVATIONS observations a refit at ``milestone`` keeps
+    (evenly spread; milestones are powers of two, so the cache stays small)."""
+    idx = np.linspace(0, milestone - 1, MAX_KEPT_OBSERVATIONS).astype(int)
+    idx.flags.writeable = False
+    return idx
+
+
 class WorkEstimator:
     """Loss observations and length estimates for every job of one simulation.
 
@@ -106,9 +116,11 @@ class WorkEstimator:
         self.noise_std = noise_std
         n = len(sim.jobs)
         self._prior = np.full(n, np.nan)
-        # Per job, created on first use (a million empty lists would cost ~110 MiB).
-        self._k: defaultdict[int, list[float]] = defaultdict(list)
-        self._loss: defaultdict[int, list[float]] = defaultdict(list)
+        # Per job, created on first use (a million empty lists would cost ~110 MiB): the
+        # observations as float64 chunks, one per batch generated (joined when read).
+        self._k: defaultdict[int, list[np.ndarray]] = defaultdict(list)
+        self._loss: defaultdict[int, list[np.ndarray]] = defaultdict(list)
+        self._num_obs = [0] * n
         self._rng: list[np.random.Generator | None] = [None] * n
         self._fit: list[LossCurveParams | None] = [None] * n
         self._fit_count = [0] * n
@@ -133,7 +145,17 @@ class WorkEstimator:
     def observations(self, j: int) -> tuple[np.ndarray, np.ndarray]:
         """Every ``(iteration, noisy loss)`` job ``j`` has logged so far."""
         self._observe(j)
-        return np.asarray(self._k[j]), np.asarray(self._loss[j])
+        ks, losses = self._history(j)
+        return ks.copy(), losses.copy()
+
+    def _history(self, j: int) -> tuple[np.ndarray, np.ndarray]:
+        """Job ``j``'s observations so far as two arrays (the stored ones: read only)."""
+        ks, losses = self._k[j], self._loss[j]
+        if not ks:
+            return np.zeros(0), np.zeros(0)
+        if len(ks) > 1:  # join the chunks once
+            ks[:], losses[:] = [np.concatenate(ks)], [np.concatenate(losses)]
+        return ks[0], losses[0]
 
     def _observe(self, j: int) -> int:
         spec = self.sim.jobs[j]
@@ -141,21 +163,22 @@ class WorkEstimator:
             return 0
         done = self.sim.iterations_done(j)
         step = self.interval(j)
-        ks, losses = self._k[j], self._loss[j]
+        count = self._num_obs[j]
         upto = int(done // step)
-        if upto > len(ks):
+        if upto > count:
             rng = self._rng[j]
             if rng is None:
                 rng = self._rng[j] = np.random.default_rng([self.seed, j])
             # One vectorised draw equals the same number of single draws: the noise of
             # observation i does not depend on when the history is read.
-            k = step * np.arange(len(ks) + 1, upto + 1)
+            k = step * np.arange(count + 1, upto + 1)
             c = spec.loss_curve
             true = 1.0 / (c.b0 * k + c.b1) + c.b2
             noisy = true * (1.0 + self.noise_std * rng.standard_normal(len(k)))
-            ks.extend(k.tolist())
-            losses.extend(np.maximum(noisy, 1e-3 * true).tolist())
-        return len(ks)
+            self._k[j].append(k)
+            self._loss[j].append(np.maximum(noisy, 1e-3 * true))
+            count = self._num_obs[j] = upto
+        return count
 
     def total_iterations(self, j: int) -> float:
         """Estimated iterations to job ``j``'s target (fast path for env steps).
@@ -174,6 +197,26 @@ class WorkEstimator:
         if math.isnan(total):
             total = self.prior(j)
         return max(float(total), done)
+
+    def slot_reads(self, j: int) -> tuple[float, float, LossCurveParams | None, int]:
+        """``(total_iterations(j), iterations done, fitted(j), num_observations(j))`` in
+        one pass: the same values, refits and caches as those calls in that order."""
+        done = self.sim.iterations_done(j)
+        spec = self.sim.jobs[j]
+        curve = spec.loss_curve
+        if curve is not None and spec.target_loss is not None:
+            step = self._interval[j] if self._interval[j] > 0 else self.interval(j)
+            milestone = _milestone(int(done // step))
+            if milestone > self._fit_count[j]:
+                self._refresh(j, milestone)
+        total = self._total[j]
+        if math.isnan(total):
+            total = self.prior(j)
+        count = 0
+        if curve is not None:
+            step = self._interval[j] if self._interval[j] > 0 else self.interval(j)
+            count = max(self._num_obs[j], int(done // step))
+        return max(float(total), done), done, self._fit[j], count
 
     def freeze(self, ids: np.ndarray) -> np.ndarray:
         """Fix the estimates of jobs ``ids`` at their current values and never refit them
@@ -225,10 +268,10 @@ class WorkEstimator:
         self._observe(j)
         target = self.sim.jobs[j].target_loss
         assert target is not None  # total_iterations refits only jobs with a target
-        ks = np.asarray(self._k[j][:milestone])
-        losses = np.asarray(self._loss[j][:milestone])
+        all_k, all_loss = self._history(j)
+        ks, losses = all_k[:milestone], all_loss[:milestone]
         if milestone > MAX_KEPT_OBSERVATIONS:
-            idx = np.linspace(0, milestone - 1, MAX_KEPT_OBSERVATIONS).astype(int)
+            idx = _kept(milestone)
             ks, losses = ks[idx], losses[idx]
         fit = fit_arrays(ks, losses, ramp_weights(ks))
         self._fit[j] = fit
@@ -244,7 +287,7 @@ class WorkEstimator:
         if self.sim.jobs[j].loss_curve is None:
             return 0
         step = self._interval[j] if self._interval[j] > 0 else self.interval(j)
-        return max(len(self._k[j]), int(self.sim.iterations_done(j) // step))
+        return max(self._num_obs[j], int(self.sim.iterations_done(j) // step))
 
     def remaining(self, j: int) -> float:
         """``estimate(j).remaining_iterations`` without building the estimate."""

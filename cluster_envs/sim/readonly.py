@@ -165,7 +165,7 @@ class ContentionView:
     @property
     def num_jobs_on(self) -> tuple[int, ...]:
         """How many active jobs are on each node."""
-        return tuple(len(s) for s in self._c.jobs_on)
+        return tuple(map(len, self._c.jobs_on))
 
     def factors(self, j: int, placement: Placement) -> tuple[float, float]:
         """``(compute_divisor, network_divisor)`` for job ``j`` on ``placement``."""
