@@ -212,3 +212,34 @@ def test_family_split_workloads_run_the_family_as_the_env_does(tmp_path: Path) -
     env = gym.make("cluster_envs/JobPlacement-v0", family="synthetic-16", split="test")
     expected = rollout(env, HeuristicAgent("fifo"), 100).metrics["avg_jct_s"]
     assert by_workload["synthetic-16/test"] == expected
+
+
+TORCH_PARENT = """
+import torch
+from cluster_envs.harness.backends import run_grid
+from cluster_envs.harness.grid import make_cells
+
+if __name__ == "__main__":
+    torch.set_num_threads(2)
+    x = torch.randn(384, 384)
+    for _ in range(5):
+        x @ x  # the parent's OpenMP team has run: a forked child's first torch op would hang
+    cells = make_cells(["cluster_envs/JobPlacement-v0"], {"toy": {"preset": "toy"}},
+                       ["pretrained:JobPlacement-v0"], [0, 1])
+    rows = run_grid(cells, "local", 2, progress=False)
+    print("ROWS", [(r["status"], r["metrics"]["num_finished"]) for r in rows])
+"""
+
+
+def test_workers_of_a_parent_that_ran_torch_do_not_hang(tmp_path: Path) -> None:
+    """Trained agents' cells in worker processes after torch ran here (the generalization
+    suite's --workers 2 used to deadlock in its forked workers)."""
+    import subprocess
+    import sys
+
+    script = tmp_path / "torch_parent.py"
+    script.write_text(TORCH_PARENT)
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                          timeout=240, cwd=Path(__file__).resolve().parents[1])  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "ROWS [('ok', 12.0), ('ok', 12.0)]" in done.stdout, done.stdout

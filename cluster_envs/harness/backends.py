@@ -6,6 +6,8 @@ where it ran, so the backends give identical results (checked by a test).
 
 from __future__ import annotations
 
+import multiprocessing
+import sys
 from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from typing import Any
@@ -23,8 +25,22 @@ def _progress(total: int, enabled: bool, desc: str) -> Any:
     return tqdm(total=total, desc=desc, unit="episode")
 
 
+def worker_context() -> Any:
+    """How local workers start: forked, unless this process has loaded torch.
+
+    A child forked from a process whose OpenMP thread team has run (any torch op on more
+    than one thread, e.g. loading and playing an agent) deadlocks in its first parallel
+    torch op; a trained agent's cell would hang forever. Such a parent starts its workers
+    with ``spawn`` (fresh interpreters: policies registered in this process at run time
+    are not seen there, as with Ray, and a script that runs the grid needs the usual
+    ``if __name__ == "__main__":`` guard). Otherwise ``fork``: cheap, and it keeps them.
+    """
+    return multiprocessing.get_context("spawn" if "torch" in sys.modules else "fork")
+
+
 def run_local(cells: Sequence[Cell], workers: int, progress: bool, **_: Any) -> list[dict]:
-    """In this process (``workers == 1``) or a pool of worker processes."""
+    """In this process (``workers == 1``) or a pool of worker processes
+    (:func:`worker_context`)."""
     bar = _progress(len(cells), progress, "benchmark")
     rows: list[dict] = []
     if workers == 1:
@@ -33,7 +49,7 @@ def run_local(cells: Sequence[Cell], workers: int, progress: bool, **_: Any) -> 
             if bar:
                 bar.update()
     else:
-        with ProcessPoolExecutor(max_workers=workers) as pool:
+        with ProcessPoolExecutor(max_workers=workers, mp_context=worker_context()) as pool:
             for row in pool.map(run_cell, cells, chunksize=1):
                 rows.append(row)
                 if bar:
