@@ -181,7 +181,7 @@ def _close(want: Any, got: Any) -> bool:
         return (
             isinstance(got, (list, tuple))
             and len(want) == len(got)
-            and all(_close(w, g) for w, g in zip(want, got))
+            and all(_close(w, g) for w, g in zip(want, got, strict=True))
         )
     return bool(want == got)
 
@@ -199,8 +199,12 @@ def test_comparison_tolerates_last_bits_only() -> None:
     want = {"avg": 1901.77311084091, "n": 3, "sha": "ab", "xs": [1.0, float("nan")]}
     assert _close(want, {"avg": 1901.7731108409098, "n": 3, "sha": "ab", "xs": [1.0, float("nan")]})
     assert not _close(want, {"avg": 1901.7731, "n": 3, "sha": "ab", "xs": [1.0, float("nan")]})
-    assert not _close(want, {"avg": 1901.77311084091, "n": 4, "sha": "ab", "xs": [1.0, float("nan")]})
-    assert not _close(want, {"avg": 1901.77311084091, "n": 3, "sha": "ac", "xs": [1.0, float("nan")]})
+    assert not _close(
+        want, {"avg": 1901.77311084091, "n": 4, "sha": "ab", "xs": [1.0, float("nan")]}
+    )
+    assert not _close(
+        want, {"avg": 1901.77311084091, "n": 3, "sha": "ac", "xs": [1.0, float("nan")]}
+    )
     assert not _close(want, {"avg": 1901.77311084091, "n": 3, "sha": "ab", "xs": [1.0, 0.0]})
 
 
