@@ -1,9 +1,13 @@
-"""Train and evaluate a generalist agent for MoldableScheduling or JobPlacement (issue 13).
+"""Train and evaluate a generalist agent for MoldableScheduling, JobPlacement or
+MetisAllocation (issue 13).
 
-``--env`` picks the env (:data:`ENV_SPECS`: ``moldable``, the default, or ``placement``),
-its observation (scale-free; JobPlacement's with heuristic hints), its reference
-heuristic (the best single heuristic across families: ``threshold-eta``; consolidated
-first-fit ``fifo``), its baselines and its default teacher.
+``--env`` picks the env (:data:`ENV_SPECS`: ``moldable``, the default, ``placement`` or
+``metis``), its observation (scale-free; JobPlacement's and MetisAllocation's with
+heuristic hints, MetisAllocation's action its cluster-free ``action="hints"``), its
+reference heuristic (the best single heuristic across families: ``threshold-eta``;
+consolidated first-fit ``fifo``; ``slaq``), its metric (average JCT; Metis: quality AUC,
+higher is better, so every ratio is taken as ``best / agent``: > 1 is worse), its
+baselines and its default teacher.
 
 ``python -m agents.generalist train --out DIR [...]``: MaskablePPO with
 :class:`agents.set_policy.SetPolicy` on scale-free observations of a family's *train*
@@ -52,7 +56,7 @@ from agents.imitation import (
 )
 from agents.set_policy import FlatPolicy, SetPolicy, adapt
 from cluster_envs.envs.rollout import HeuristicAgent, rollout
-from cluster_envs.harness.suites import MOLDABLE_BASELINES, PLACEMENT_BASELINES
+from cluster_envs.harness.suites import METIS_BASELINES, MOLDABLE_BASELINES, PLACEMENT_BASELINES
 
 ENV_ID = "cluster_envs/MoldableScheduling-v0"
 #: The best single moldable heuristic across families (generalization_heuristics.md).
@@ -73,6 +77,11 @@ class EnvSpec:
             the report's denominator).
         teacher: Default ``--teacher``.
         baselines: Heuristics ``evaluate`` plays next to the agent.
+        metric: The episode metric compared (``higher_better``: quality).
+        action: The env's ``action`` setting the agent plays with (None: the default).
+        val_best_of: When set, the validation ratio's denominator is, per family, the best
+            of these heuristics there (by mean over the validation seeds), not
+            ``reference``.
     """
 
     env_id: str
@@ -81,6 +90,19 @@ class EnvSpec:
     reference: str
     teacher: str
     baselines: tuple[str, ...]
+    metric: str = "avg_jct_s"
+    higher_better: bool = False
+    action: str | None = None
+    val_best_of: tuple[str, ...] = ()
+
+    def ratio(self, value: Any, ref: Any) -> Any:
+        """``value`` relative to ``ref``, > 1 when worse (quality: ``ref / value``)."""
+        v, r = np.maximum(np.asarray(value, float), 1e-9), np.maximum(np.asarray(ref, float), 1e-9)
+        return r / v if self.higher_better else v / r
+
+    def best(self, means: dict[str, float]) -> str:
+        """The name with the best mean."""
+        return (max if self.higher_better else min)(means, key=lambda p: means[p])
 
 
 #: ``--env`` choices. JobPlacement plays with heuristic hints (each FIFO placement rule's
@@ -91,6 +113,11 @@ ENV_SPECS = {
                         MOLDABLE_BASELINES),
     "placement": EnvSpec("cluster_envs/JobPlacement-v0", "placement", "scale_free_hints",
                          "fifo", "fifo", PLACEMENT_BASELINES),
+    # MetisAllocation picks, per slot, an option of cluster_envs/envs/metis_hints.py
+    # (follow slaq/optimus/tiresias/fair, keep, pause): one action space at every cluster.
+    "metis": EnvSpec("cluster_envs/MetisAllocation-v0", "metis", "scale_free_hints", "slaq",
+                     "slaq", METIS_BASELINES, "quality_auc", True, "hints",
+                     ("slaq", "optimus", "tiresias", "fair")),
 }  # fmt: skip
 MOLDABLE = ENV_SPECS["moldable"]
 
@@ -99,12 +126,20 @@ def env_kwargs(family: str, split: str, num_jobs: int | None = None,
                spec: EnvSpec = MOLDABLE) -> dict[str, Any]:  # fmt: skip
     """The env kwargs of ``family``'s ``split`` as the generalist plays it."""
     extra: dict[str, Any] = {} if num_jobs is None else {"num_jobs": num_jobs}
+    if spec.action is not None:
+        extra["action"] = spec.action
     return {"family": family, "split": split, "observation": spec.observation, **extra}
 
 
 def make_env(family: str, split: str, num_jobs: int | None = None,
              spec: EnvSpec = MOLDABLE) -> gym.Env:  # fmt: skip
     return gym.make(spec.env_id, **env_kwargs(family, split, num_jobs, spec))
+
+
+def heuristic_env(family: str, split: str, num_jobs: int | None = None,
+                  spec: EnvSpec = MOLDABLE) -> gym.Env:  # fmt: skip
+    """The env the heuristics play (the env's own action: counts on MetisAllocation)."""
+    return make_env(family, split, num_jobs, dataclasses.replace(spec, action=None))
 
 
 def spec_of(name: str) -> EnvSpec:
@@ -122,8 +157,14 @@ def with_observation_of(model: Any, spec: EnvSpec) -> EnvSpec:
 
     layout = layout_of(model.observation_space)
     fields = layout.slot_fields if layout is not None else ()
-    hinted = any(f.startswith(("pick=", "next=")) for f in fields)
+    hinted = any(f.startswith(("pick=", "next=", "option=")) for f in fields)
     return dataclasses.replace(spec, observation="scale_free_hints" if hinted else "scale_free")
+
+
+def env_kwargs_of(spec: EnvSpec) -> dict[str, Any]:
+    """The env kwargs the agent plays with besides the family (observation, action)."""
+    return {"observation": spec.observation,
+            **({} if spec.action is None else {"action": spec.action})}  # fmt: skip
 
 
 def families_of(names: str, spec: EnvSpec) -> list[str]:
@@ -141,11 +182,11 @@ class _ModelAgent:
     def act(self, env: gym.Env, obs: np.ndarray, info: dict[str, Any]) -> Any:
         mask = env.unwrapped.action_masks()  # type: ignore[attr-defined]
         action, _ = self.model.predict(obs, deterministic=True, action_masks=mask)
-        return int(action)
+        return action if isinstance(env.action_space, gym.spaces.MultiDiscrete) else int(action)
 
 
-def play(env: gym.Env, agent: Any, seeds: Any) -> list[float]:
-    return [rollout(env, agent, seed=s).metrics["avg_jct_s"] for s in seeds]
+def play(env: gym.Env, agent: Any, seeds: Any, metric: str = "avg_jct_s") -> list[float]:
+    return [rollout(env, agent, seed=s).metrics[metric] for s in seeds]
 
 
 def heuristic(env: gym.Env, name: str) -> HeuristicAgent:
@@ -155,18 +196,27 @@ def heuristic(env: gym.Env, name: str) -> HeuristicAgent:
 class ValCurve(BaseCallback):
     """Validation-ratio learning curve and best checkpoint (see the module docstring).
 
-    Per validation family, the geometric mean over :data:`VAL_SEEDS` of the model's JCT
-    over the reference heuristic's; a checkpoint is better when its worst family's ratio
-    is lower, or equal and its geometric mean over families is lower.
+    Per validation family, the geometric mean over :data:`VAL_SEEDS` of the model's
+    metric relative to the reference heuristic's (:meth:`EnvSpec.ratio`: > 1 is worse;
+    MetisAllocation: the best of ``val_best_of`` in that family); a checkpoint is better
+    when its worst family's ratio is lower, or equal and its geometric mean over families
+    is lower.
     """
 
     def __init__(self, families: str | list[str], every: int, out: Path,
                  num_jobs: int | None, spec: EnvSpec = MOLDABLE) -> None:  # fmt: skip
         super().__init__()
         names = [families] if isinstance(families, str) else list(families)
+        self.spec = spec
         self.envs = {f: make_env(f, "validation", num_jobs, spec) for f in names}
-        self.refs = {f: np.array(play(e, heuristic(e, spec.reference), VAL_SEEDS))
-                     for f, e in self.envs.items()}  # fmt: skip
+        plain = {f: heuristic_env(f, "validation", num_jobs, spec) for f in names}
+        self.refs, self.ref_names = {}, {}
+        for f, e in plain.items():
+            runs = {p: np.array(play(e, heuristic(e, p), VAL_SEEDS, spec.metric))
+                    for p in (spec.val_best_of or (spec.reference,))}  # fmt: skip
+            self.ref_names[f] = spec.best({p: float(v.mean()) for p, v in runs.items()})
+            self.refs[f] = runs[self.ref_names[f]]
+        print("[val] references", self.ref_names, flush=True)
         self.every, self.out, self.next = every, out, 0
         self.curve: list[dict[str, Any]] = []
         self.best = np.inf
@@ -175,8 +225,8 @@ class ValCurve(BaseCallback):
     def evaluate(self, model: Any, steps: int) -> float:
         per = {}
         for f, env in self.envs.items():
-            vals = np.array(play(env, _ModelAgent(adapt(model, env)), VAL_SEEDS))
-            per[f] = float(np.exp(np.mean(np.log(vals / self.refs[f]))))
+            vals = np.array(play(env, _ModelAgent(adapt(model, env)), VAL_SEEDS, self.spec.metric))
+            per[f] = float(np.exp(np.mean(np.log(self.spec.ratio(vals, self.refs[f])))))
         ratio = float(np.exp(np.mean(np.log(list(per.values())))))
         worst = max(per.values())
         self.curve.append({"timesteps": steps, "val_ratio_to_best_single": ratio,
@@ -244,8 +294,8 @@ def warm_start_families(
             more = collect_demonstrations(env_id, kwargs[f], settings.teacher, n,
                                           seed + r * n, gamma, student=views[f])  # fmt: skip
             demos[f] = demos[f] + more
-            played[f] = float(np.mean([m["avg_jct_s"] for m in more.episode_metrics]))
-        rounds.append({"round": r, "player": "agent", "avg_jct_s": played,
+            played[f] = float(np.mean([m[spec.metric] for m in more.episode_metrics]))
+        rounds.append({"round": r, "player": "agent", spec.metric: played,
                        "losses": fit(demos, r)})  # fmt: skip
     return {"teacher": settings.teacher, "families": families, "episodes_per_round": n,
             "dagger_rounds": settings.dagger_rounds,
@@ -288,7 +338,7 @@ def train(args: argparse.Namespace) -> None:
     val_families = families_of(args.val_families, spec) if args.val_families else args.family
     curve = ValCurve(val_families, args.eval_freq, out, args.num_jobs, spec)
     record: dict[str, Any] = {"args": vars(args), "env_id": spec.env_id,
-                              "env_kwargs": {"observation": spec.observation}}  # fmt: skip
+                              "env_kwargs": env_kwargs_of(spec)}  # fmt: skip
     if args.init_model:  # the weights of an earlier run (e.g. its BC/DAgger policy)
         init = MaskablePPO.load(args.init_model, device="cpu")
         model.policy.load_state_dict(init.policy.state_dict())
@@ -336,11 +386,12 @@ def evaluate(args: argparse.Namespace) -> None:
     start = time.process_time()
     for fam in families:
         env = make_env(fam, split, 12 if args.quick else None, spec)
-        res = {p: play(env, heuristic(env, p), seeds) for p in spec.baselines}
-        res["agent"] = play(env, _ModelAgent(adapt(model, env)), seeds)
+        plain = heuristic_env(fam, split, 12 if args.quick else None, spec)
+        res = {p: play(plain, heuristic(plain, p), seeds, spec.metric) for p in spec.baselines}
+        res["agent"] = play(env, _ModelAgent(adapt(model, env)), seeds, spec.metric)
         rows[fam] = res
-        best = min(spec.baselines, key=lambda p: np.mean(res[p]))
-        print(fam, "best", best, {p: round(np.mean(v) / np.mean(res[best]), 3)
+        best = spec.best({p: float(np.mean(res[p])) for p in spec.baselines})
+        print(fam, "best", best, {p: round(float(spec.ratio(np.mean(v), np.mean(res[best]))), 3)
                                   for p, v in res.items()}, flush=True)  # fmt: skip
     Path(args.out).write_text(json.dumps({"model": args.model, "env": spec.env_id,
                                           "split": split, "quick": args.quick,
@@ -355,21 +406,22 @@ def summarize(path: str, single: str | None = None, draws: int = 2000) -> dict[s
     paired bootstrap interval over seeds of the per-family geometric-mean ratio to
     ``single``."""
     data = json.loads(Path(path).read_text())
-    single = single or spec_of(data.get("env", ENV_ID)).reference
+    spec = spec_of(data.get("env", ENV_ID))
+    single = single or spec.reference
     rng = np.random.default_rng(0)
     fams: dict[str, Any] = {}
     for fam, res in data["rows"].items():
         heur = {p: np.asarray(v) for p, v in res.items() if p != "agent"}
         agent = np.asarray(res["agent"])
-        best = min(heur, key=lambda p: heur[p].mean())
-        paired = np.log(agent / heur[single])
+        best = spec.best({p: float(heur[p].mean()) for p in heur})
+        paired = np.log(spec.ratio(agent, heur[single]))
         boot = [np.exp(paired[rng.integers(0, len(paired), len(paired))].mean())
                 for _ in range(draws)]  # fmt: skip
         fams[fam] = {
             "best_heuristic": best,
-            "agent_to_best": float(agent.mean() / heur[best].mean()),
-            "single_to_best": float(heur[single].mean() / heur[best].mean()),
-            "agent_to_single": float(agent.mean() / heur[single].mean()),
+            "agent_to_best": float(spec.ratio(agent.mean(), heur[best].mean())),
+            "single_to_best": float(spec.ratio(heur[single].mean(), heur[best].mean())),
+            "agent_to_single": float(spec.ratio(agent.mean(), heur[single].mean())),
             "paired_geo_to_single": float(np.exp(paired.mean())),
             "paired_ci95": [float(np.quantile(boot, 0.025)), float(np.quantile(boot, 0.975))],
         }
@@ -428,7 +480,7 @@ def main(argv: list[str] | None = None) -> None:
     sub = ap.add_subparsers(dest="cmd", required=True)
     t = sub.add_parser("train")
     t.add_argument("--out", required=True)
-    t.add_argument("--env", default="moldable", help="moldable or placement (ENV_SPECS)")
+    t.add_argument("--env", default="moldable", help="moldable, placement or metis (ENV_SPECS)")
     t.add_argument("--family", default="mixed")
     t.add_argument(
         "--val-families",
@@ -485,7 +537,7 @@ def main(argv: list[str] | None = None) -> None:
     e = sub.add_parser("evaluate")
     e.add_argument("--model", required=True)
     e.add_argument("--out", required=True)
-    e.add_argument("--env", default="moldable", help="moldable or placement (ENV_SPECS)")
+    e.add_argument("--env", default="moldable", help="moldable, placement or metis (ENV_SPECS)")
     e.add_argument("--families", default="all", help="comma-separated; default: every family")
     e.add_argument("--split", default="test", choices=("train", "validation", "test"))
     e.add_argument("--seeds", type=int, nargs=2, default=(100, 109))
