@@ -435,33 +435,47 @@ def train(args: argparse.Namespace) -> None:
 def evaluate(args: argparse.Namespace) -> None:
     torch.set_num_threads(1)
     spec = spec_of(args.env)
-    model = MaskablePPO.load(args.model, device="cpu")
-    spec = with_observation_of(model, spec)  # the observation the model was trained on
+    model = None
+    if args.model != "none":  # "none": the heuristics only (for --heuristics-from)
+        model = MaskablePPO.load(args.model, device="cpu")
+        spec = with_observation_of(model, spec)  # the observation the model was trained on
     seeds = range(args.seeds[0], args.seeds[1] + 1)
     if args.baselines:
         spec = dataclasses.replace(spec, baselines=tuple(args.baselines.split(",")))
     split = args.split
     families = families_of(args.families, spec)
+    earlier: dict[str, Any] = {}
+    if args.heuristics_from:  # the heuristics' runs of an earlier evaluate file
+        earlier = json.loads(Path(args.heuristics_from).read_text())
+        same = {"env": spec.env_id, "split": split, "quick": args.quick, "seeds": list(seeds)}
+        if any(earlier.get(k) != v for k, v in same.items()):
+            raise SystemExit(f"{args.heuristics_from}: not the same env, split, seeds, quick")
     rows: dict[str, Any] = {}
     util: dict[str, Any] = {}
     idle: dict[str, Any] = {}
     start = time.process_time()
+    probed = spec.action == "hints"  # MetisAllocation: also utilisation and idle slices
     for fam in families:
-        env = make_env(fam, split, 12 if args.quick else None, spec)
-        plain = heuristic_env(fam, split, 12 if args.quick else None, spec)
-        if spec.action == "hints":  # MetisAllocation: also utilisation and idle slices
-            played = {p: play_probed(plain, heuristic(plain, p), seeds, spec.metric)
-                      for p in spec.baselines}  # fmt: skip
-            played["agent"] = play_probed(env, _ModelAgent(adapt(model, env)), seeds,
-                                          spec.metric)  # fmt: skip
-            res = {p: v[0] for p, v in played.items()}
+        num_jobs = 12 if args.quick else None
+        played: dict[str, Any] = {}
+        for p in spec.baselines:
+            if p in earlier.get("rows", {}).get(fam, {}):
+                played[p] = tuple(earlier[k][fam][p] for k in
+                                  ("rows", "gpu_utilization", "idle_wait_share") if k in earlier)  # fmt: skip
+                continue
+            plain = heuristic_env(fam, split, num_jobs, spec)
+            agent = heuristic(plain, p)
+            played[p] = (play_probed(plain, agent, seeds, spec.metric) if probed
+                         else (play(plain, agent, seeds, spec.metric),))  # fmt: skip
+        if model is not None:
+            env = make_env(fam, split, num_jobs, spec)
+            model_agent = _ModelAgent(adapt(model, env))
+            played["agent"] = (play_probed(env, model_agent, seeds, spec.metric) if probed
+                               else (play(env, model_agent, seeds, spec.metric),))  # fmt: skip
+        res = rows[fam] = {p: v[0] for p, v in played.items()}
+        if probed:
             util[fam] = {p: v[1] for p, v in played.items()}
             idle[fam] = {p: v[2] for p, v in played.items()}
-        else:
-            res = {p: play(plain, heuristic(plain, p), seeds, spec.metric)
-                   for p in spec.baselines}  # fmt: skip
-            res["agent"] = play(env, _ModelAgent(adapt(model, env)), seeds, spec.metric)
-        rows[fam] = res
         best = spec.best({p: float(np.mean(res[p])) for p in spec.baselines})
         print(fam, "best", best, {p: round(float(spec.ratio(np.mean(v), np.mean(res[best]))), 3)
                                   for p, v in res.items()}, flush=True)  # fmt: skip
@@ -470,6 +484,7 @@ def evaluate(args: argparse.Namespace) -> None:
                                           "seeds": list(seeds), "rows": rows,
                                           **({"gpu_utilization": util,
                                               "idle_wait_share": idle} if util else {}),
+                                          "heuristics_from": args.heuristics_from or None,
                                           "cpu_s": round(time.process_time() - start, 1)},
                                          indent=1))  # fmt: skip
 
@@ -615,13 +630,19 @@ def main(argv: list[str] | None = None) -> None:
         "matches, written after)",
     )
     e = sub.add_parser("evaluate")
-    e.add_argument("--model", required=True)
+    e.add_argument("--model", required=True, help="model zip; 'none': heuristics only")
     e.add_argument("--out", required=True)
     e.add_argument("--env", default="moldable", help="moldable, placement or metis (ENV_SPECS)")
     e.add_argument("--families", default="all", help="comma-separated; default: every family")
     e.add_argument("--split", default="test", choices=("train", "validation", "test"))
     e.add_argument("--seeds", type=int, nargs=2, default=(100, 109))
     e.add_argument("--quick", action="store_true")
+    e.add_argument(
+        "--heuristics-from",
+        default="",
+        help="an earlier evaluate file (same env, split, seeds) whose heuristic "
+        "runs to reuse instead of playing them again",
+    )
     e.add_argument(
         "--baselines",
         default="",
