@@ -138,8 +138,11 @@ def make_env(family: str, split: str, num_jobs: int | None = None,
 
 def heuristic_env(family: str, split: str, num_jobs: int | None = None,
                   spec: EnvSpec = MOLDABLE) -> gym.Env:  # fmt: skip
-    """The env the heuristics play (the env's own action: counts on MetisAllocation)."""
-    return make_env(family, split, num_jobs, dataclasses.replace(spec, action=None))
+    """The env the heuristics play: the env's own action (counts on MetisAllocation) and
+    the plain scale-free observation (hints would only ask every heuristic again each step;
+    the metrics are the same)."""
+    plain = dataclasses.replace(spec, action=None, observation="scale_free")
+    return make_env(family, split, num_jobs, plain)
 
 
 def spec_of(name: str) -> EnvSpec:

@@ -1,4 +1,5 @@
-"""The MetisAllocation generalist (issue 13): teachers over options and the training path."""
+"""The MetisAllocation generalist (issue 13): option teachers, the training path and the
+shipped agent's card."""
 
 from __future__ import annotations
 
@@ -11,10 +12,15 @@ import pytest
 
 import cluster_envs  # noqa: F401  (registers the envs)
 from agents import generalist
+from agents.generalist_card import replay
+from agents.policy import PRETRAINED_DIR, Sb3Agent, pretrained_info
 from agents.teacher import FollowOption, LookaheadTeacher, make_teacher
 from cluster_envs.envs.metis_hints import OPTIONS
 from cluster_envs.envs.rollout import HeuristicAgent, rollout
 from cluster_envs.errors import ConfigError
+from cluster_envs.policies import make_agent
+from cluster_envs.policies.trained import agent_env_kwargs
+from cluster_envs.workload.families import family_names
 
 METIS = "cluster_envs/MetisAllocation-v0"
 SMALL = {"family": "synthetic-16", "split": "validation", "num_jobs": 12}
@@ -90,3 +96,50 @@ def test_train_metis_clones_slaq_and_scores_validation_per_family(tmp_path: Path
     assert fam["best_heuristic"] == best
     # quality: higher is better, so the ratio is best / agent (> 1: worse than the best)
     assert fam["agent_to_best"] == pytest.approx(np.mean(rows[best]) / np.mean(rows["agent"]))
+
+
+NAME = "MetisAllocation-v0"
+#: Card families the exact-replay test plays: 16 GPUs (fast) and a 128-GPU cluster.
+REPLAY_FAMILIES = ("synthetic-16", "alibaba")
+
+
+def test_shipped_card_covers_every_family_and_its_ratios_follow_its_seeds() -> None:
+    card = pretrained_info(NAME)
+    assert card["env_id"] == METIS
+    assert card["env_kwargs"] == {"observation": "scale_free_hints", "action": "hints"}
+    test = card["test_families"]
+    assert test["split"] == "test" and len(test["seeds"]) >= 10
+    assert set(test["families"]) == set(family_names("metis"))
+    for fam, row in test["families"].items():
+        auc = row["quality_auc"]
+        best = max((p for p in auc if p != "agent"), key=lambda p: np.mean(auc[p]))
+        assert row["best_heuristic"] == best, fam
+        assert row["agent_to_best"] == pytest.approx(np.mean(auc[best]) / np.mean(auc["agent"]))
+        assert row["agent_to_reference"] == pytest.approx(
+            np.mean(auc["slaq"]) / np.mean(auc["agent"])
+        )
+        assert len(auc["agent"]) == len(test["seeds"])
+    assert "train_pretrained.sh" in card["train_command"] and card["train_wall_s"] > 0
+
+
+def test_shipped_card_numbers_come_back_exactly_from_their_seeds() -> None:
+    card = pretrained_info(NAME)
+    seeds = card["test_families"]["seeds"]
+    agent = make_agent(f"pretrained:{NAME}")
+    assert isinstance(agent, Sb3Agent) and agent.action == "hints"
+    for fam in REPLAY_FAMILIES:
+        row = card["test_families"]["families"][fam]["quality_auc"]
+        # The registry's path: the env built with the card's observation and action.
+        kwargs = agent_env_kwargs(agent, {"family": fam, "split": "test"})
+        env = gym.make(card["env_id"], **kwargs)
+        agent.fit_env(env)
+        played = [rollout(env, agent, s).metrics["quality_auc"] for s in seeds]
+        assert played == row["agent"], fam
+        plain = gym.make(METIS, family=fam, split="test")
+        slaq_agent = HeuristicAgent(plain.unwrapped.policy("slaq"))
+        slaq = [rollout(plain, slaq_agent, s).metrics["quality_auc"] for s in seeds]
+        assert slaq == row["slaq"], fam
+    # The card writer's own path gives the same numbers.
+    fam = REPLAY_FAMILIES[0]
+    again = replay(card, fam, seeds[:3], PRETRAINED_DIR / f"{NAME}.zip")
+    assert again == card["test_families"]["families"][fam]["quality_auc"]["agent"][:3]
