@@ -1,9 +1,13 @@
-"""Train and evaluate a generalist agent for MoldableScheduling or JobPlacement (issue 13).
+"""Train and evaluate a generalist agent for MoldableScheduling, JobPlacement or
+MetisAllocation (issue 13).
 
-``--env`` picks the env (:data:`ENV_SPECS`: ``moldable``, the default, or ``placement``),
-its observation (scale-free; JobPlacement's with heuristic hints), its reference
-heuristic (the best single heuristic across families: ``threshold-eta``; consolidated
-first-fit ``fifo``), its baselines and its default teacher.
+``--env`` picks the env (:data:`ENV_SPECS`: ``moldable``, the default, ``placement`` or
+``metis``), its observation (scale-free; JobPlacement's and MetisAllocation's with
+heuristic hints, MetisAllocation's action its cluster-free ``action="hints"``), its
+reference heuristic (the best single heuristic across families: ``threshold-eta``;
+consolidated first-fit ``fifo``; ``slaq``), its metric (average JCT; Metis: quality AUC,
+higher is better, so every ratio is taken as ``best / agent``: > 1 is worse), its
+baselines and its default teacher.
 
 ``python -m agents.generalist train --out DIR [...]``: MaskablePPO with
 :class:`agents.set_policy.SetPolicy` on scale-free observations of a family's *train*
@@ -52,7 +56,7 @@ from agents.imitation import (
 )
 from agents.set_policy import FlatPolicy, SetPolicy, adapt
 from cluster_envs.envs.rollout import HeuristicAgent, rollout
-from cluster_envs.harness.suites import MOLDABLE_BASELINES, PLACEMENT_BASELINES
+from cluster_envs.harness.suites import METIS_BASELINES, MOLDABLE_BASELINES, PLACEMENT_BASELINES
 
 ENV_ID = "cluster_envs/MoldableScheduling-v0"
 #: The best single moldable heuristic across families (generalization_heuristics.md).
@@ -73,6 +77,11 @@ class EnvSpec:
             the report's denominator).
         teacher: Default ``--teacher``.
         baselines: Heuristics ``evaluate`` plays next to the agent.
+        metric: The episode metric compared (``higher_better``: quality).
+        action: The env's ``action`` setting the agent plays with (None: the default).
+        val_best_of: When set, the validation ratio's denominator is, per family, the best
+            of these heuristics there (by mean over the validation seeds), not
+            ``reference``.
     """
 
     env_id: str
@@ -81,6 +90,19 @@ class EnvSpec:
     reference: str
     teacher: str
     baselines: tuple[str, ...]
+    metric: str = "avg_jct_s"
+    higher_better: bool = False
+    action: str | None = None
+    val_best_of: tuple[str, ...] = ()
+
+    def ratio(self, value: Any, ref: Any) -> Any:
+        """``value`` relative to ``ref``, > 1 when worse (quality: ``ref / value``)."""
+        v, r = np.maximum(np.asarray(value, float), 1e-9), np.maximum(np.asarray(ref, float), 1e-9)
+        return r / v if self.higher_better else v / r
+
+    def best(self, means: dict[str, float]) -> str:
+        """The name with the best mean."""
+        return (max if self.higher_better else min)(means, key=lambda p: means[p])
 
 
 #: ``--env`` choices. JobPlacement plays with heuristic hints (each FIFO placement rule's
@@ -91,6 +113,11 @@ ENV_SPECS = {
                         MOLDABLE_BASELINES),
     "placement": EnvSpec("cluster_envs/JobPlacement-v0", "placement", "scale_free_hints",
                          "fifo", "fifo", PLACEMENT_BASELINES),
+    # MetisAllocation picks, per slot, an option of cluster_envs/envs/metis_hints.py
+    # (follow slaq/optimus/tiresias/fair, keep, pause): one action space at every cluster.
+    "metis": EnvSpec("cluster_envs/MetisAllocation-v0", "metis", "scale_free_hints", "slaq",
+                     "slaq", METIS_BASELINES, "quality_auc", True, "hints",
+                     ("slaq", "optimus", "tiresias", "fair")),
 }  # fmt: skip
 MOLDABLE = ENV_SPECS["moldable"]
 
@@ -99,12 +126,23 @@ def env_kwargs(family: str, split: str, num_jobs: int | None = None,
                spec: EnvSpec = MOLDABLE) -> dict[str, Any]:  # fmt: skip
     """The env kwargs of ``family``'s ``split`` as the generalist plays it."""
     extra: dict[str, Any] = {} if num_jobs is None else {"num_jobs": num_jobs}
+    if spec.action is not None:
+        extra["action"] = spec.action
     return {"family": family, "split": split, "observation": spec.observation, **extra}
 
 
 def make_env(family: str, split: str, num_jobs: int | None = None,
              spec: EnvSpec = MOLDABLE) -> gym.Env:  # fmt: skip
     return gym.make(spec.env_id, **env_kwargs(family, split, num_jobs, spec))
+
+
+def heuristic_env(family: str, split: str, num_jobs: int | None = None,
+                  spec: EnvSpec = MOLDABLE) -> gym.Env:  # fmt: skip
+    """The env the heuristics play: the env's own action (counts on MetisAllocation) and
+    the plain scale-free observation (hints would only ask every heuristic again each step;
+    the metrics are the same)."""
+    plain = dataclasses.replace(spec, action=None, observation="scale_free")
+    return make_env(family, split, num_jobs, plain)
 
 
 def spec_of(name: str) -> EnvSpec:
@@ -122,8 +160,14 @@ def with_observation_of(model: Any, spec: EnvSpec) -> EnvSpec:
 
     layout = layout_of(model.observation_space)
     fields = layout.slot_fields if layout is not None else ()
-    hinted = any(f.startswith(("pick=", "next=")) for f in fields)
+    hinted = any(f.startswith(("pick=", "next=", "option=")) for f in fields)
     return dataclasses.replace(spec, observation="scale_free_hints" if hinted else "scale_free")
+
+
+def env_kwargs_of(spec: EnvSpec) -> dict[str, Any]:
+    """The env kwargs the agent plays with besides the family (observation, action)."""
+    return {"observation": spec.observation,
+            **({} if spec.action is None else {"action": spec.action})}  # fmt: skip
 
 
 def families_of(names: str, spec: EnvSpec) -> list[str]:
@@ -141,11 +185,57 @@ class _ModelAgent:
     def act(self, env: gym.Env, obs: np.ndarray, info: dict[str, Any]) -> Any:
         mask = env.unwrapped.action_masks()  # type: ignore[attr-defined]
         action, _ = self.model.predict(obs, deterministic=True, action_masks=mask)
-        return int(action)
+        return action if isinstance(env.action_space, gym.spaces.MultiDiscrete) else int(action)
 
 
-def play(env: gym.Env, agent: Any, seeds: Any) -> list[float]:
-    return [rollout(env, agent, seed=s).metrics["avg_jct_s"] for s in seeds]
+def play(env: gym.Env, agent: Any, seeds: Any, metric: str = "avg_jct_s") -> list[float]:
+    return [rollout(env, agent, seed=s).metrics[metric] for s in seeds]
+
+
+class IdleProbe:
+    """Plays ``agent`` on MetisAllocation and counts the slices whose allocation (the
+    agent's request after the env's projection) leaves GPUs idle while a job in the
+    system holds none (issue 13's "idle GPUs while jobs wait")."""
+
+    def __init__(self, agent: Any) -> None:
+        self.agent, self.name = agent, getattr(agent, "name", "agent")
+        self.steps = self.idle = 0
+
+    def reset(self, seed: int | None) -> None:
+        self.steps = self.idle = 0
+        if hasattr(self.agent, "reset"):
+            self.agent.reset(seed)
+
+    def act(self, env: gym.Env, obs: np.ndarray, info: dict[str, Any]) -> Any:
+        from cluster_envs.envs.metis_hints import decode_options
+        from cluster_envs.policies.projection import AllocationState
+
+        action = self.agent.act(env, obs, info)
+        base: Any = env.unwrapped
+        sim, slots = base.sim, base.slots
+        counts = np.asarray(action).reshape(-1)
+        if base.config.action == "hints":
+            counts, _ = decode_options(counts, base.hints.table(sim, slots), slots)
+        requests = {j: int(counts[k]) for k, j in enumerate(slots) if j is not None}
+        got = AllocationState.from_sim(sim, base.num_slots).project(requests)
+        idle = sim.inventory.num_gpus - sum(got.values())
+        waiting = len(sim.queue) + len(sim.active) - sum(1 for v in got.values() if v > 0)
+        self.steps += 1
+        self.idle += int(idle > 0 and waiting > 0)
+        return action
+
+
+def play_probed(env: gym.Env, agent: Any, seeds: Any,
+                metric: str) -> tuple[list[float], list[float], list[float]]:  # fmt: skip
+    """Per seed: ``metric``, ``gpu_utilization`` and the :class:`IdleProbe` share."""
+    probe = IdleProbe(agent)
+    vals, util, idle = [], [], []
+    for s in seeds:
+        m = rollout(env, probe, seed=s).metrics
+        vals.append(m[metric])
+        util.append(m["gpu_utilization"])
+        idle.append(probe.idle / max(probe.steps, 1))
+    return vals, util, idle
 
 
 def heuristic(env: gym.Env, name: str) -> HeuristicAgent:
@@ -155,22 +245,41 @@ def heuristic(env: gym.Env, name: str) -> HeuristicAgent:
 class ValCurve(BaseCallback):
     """Validation-ratio learning curve and best checkpoint (see the module docstring).
 
-    Per validation family, the geometric mean over :data:`VAL_SEEDS` of the model's JCT
-    over the reference heuristic's; a checkpoint is better when its worst family's ratio
-    is lower, or equal and its geometric mean over families is lower. Each point's
-    ``wall_s`` is seconds since ``start`` (a ``time.time()`` value; default: when the
-    curve was made), i.e. since training began.
+    Per validation family, the geometric mean over :data:`VAL_SEEDS` of the model's
+    metric relative to the reference heuristic's (:meth:`EnvSpec.ratio`: > 1 is worse;
+    MetisAllocation: the best of ``val_best_of`` in that family); a checkpoint is better
+    when its worst family's ratio is lower, or equal and its geometric mean over families
+    is lower. Each point's ``wall_s`` is seconds since ``start`` (a ``time.time()`` value;
+    default: when the curve was made), i.e. since training began.
     """
 
     def __init__(self, families: str | list[str], every: int, out: Path,
                  num_jobs: int | None, spec: EnvSpec = MOLDABLE,
+                 refs_file: Path | None = None,
                  start: float | None = None) -> None:  # fmt: skip
         super().__init__()
         self.start = time.time() if start is None else start
         names = [families] if isinstance(families, str) else list(families)
+        self.spec = spec
         self.envs = {f: make_env(f, "validation", num_jobs, spec) for f in names}
-        self.refs = {f: np.array(play(e, heuristic(e, spec.reference), VAL_SEEDS))
-                     for f, e in self.envs.items()}  # fmt: skip
+        self.refs, self.ref_names = {}, {}
+        # The heuristics' validation runs depend only on these keys: reuse a saved copy.
+        candidates = list(spec.val_best_of or (spec.reference,))
+        key: dict[str, Any] = {"env": spec.env_id, "seeds": list(VAL_SEEDS), "num_jobs": num_jobs,
+               "candidates": candidates}  # fmt: skip
+        saved = json.loads(refs_file.read_text()) if refs_file and refs_file.is_file() else {}
+        for f in names:
+            entry = saved.get(f)
+            if entry is None or entry["key"] != key:
+                e = heuristic_env(f, "validation", num_jobs, spec)
+                runs = {p: play(e, heuristic(e, p), VAL_SEEDS, spec.metric)
+                        for p in candidates}  # fmt: skip
+                best = spec.best({p: float(np.mean(v)) for p, v in runs.items()})
+                entry = saved[f] = {"key": key, "name": best, "values": runs[best]}
+            self.ref_names[f], self.refs[f] = entry["name"], np.array(entry["values"])
+        if refs_file:
+            refs_file.write_text(json.dumps(saved, indent=1))
+        print("[val] references", self.ref_names, flush=True)
         self.every, self.out, self.next = every, out, 0
         self.curve: list[dict[str, Any]] = []
         self.best = np.inf
@@ -179,8 +288,8 @@ class ValCurve(BaseCallback):
     def evaluate(self, model: Any, steps: int) -> float:
         per = {}
         for f, env in self.envs.items():
-            vals = np.array(play(env, _ModelAgent(adapt(model, env)), VAL_SEEDS))
-            per[f] = float(np.exp(np.mean(np.log(vals / self.refs[f]))))
+            vals = np.array(play(env, _ModelAgent(adapt(model, env)), VAL_SEEDS, self.spec.metric))
+            per[f] = float(np.exp(np.mean(np.log(self.spec.ratio(vals, self.refs[f])))))
         ratio = float(np.exp(np.mean(np.log(list(per.values())))))
         worst = max(per.values())
         self.curve.append({"timesteps": steps, "val_ratio_to_best_single": ratio,
@@ -248,8 +357,8 @@ def warm_start_families(
             more = collect_demonstrations(env_id, kwargs[f], settings.teacher, n,
                                           seed + r * n, gamma, student=views[f])  # fmt: skip
             demos[f] = demos[f] + more
-            played[f] = float(np.mean([m["avg_jct_s"] for m in more.episode_metrics]))
-        rounds.append({"round": r, "player": "agent", "avg_jct_s": played,
+            played[f] = float(np.mean([m[spec.metric] for m in more.episode_metrics]))
+        rounds.append({"round": r, "player": "agent", spec.metric: played,
                        "losses": fit(demos, r)})  # fmt: skip
     return {"teacher": settings.teacher, "families": families, "episodes_per_round": n,
             "dagger_rounds": settings.dagger_rounds,
@@ -290,9 +399,10 @@ def train(args: argparse.Namespace) -> None:
                         gae_lambda=0.95, n_epochs=args.n_epochs, target_kl=0.02,
                         policy_kwargs=policy_kwargs, seed=args.seed, device="cpu")  # fmt: skip
     val_families = families_of(args.val_families, spec) if args.val_families else args.family
-    curve = ValCurve(val_families, args.eval_freq, out, args.num_jobs, spec, start)
+    refs_file = Path(args.val_refs) if args.val_refs else None
+    curve = ValCurve(val_families, args.eval_freq, out, args.num_jobs, spec, refs_file, start)
     record: dict[str, Any] = {"args": vars(args), "env_id": spec.env_id,
-                              "env_kwargs": {"observation": spec.observation}}  # fmt: skip
+                              "env_kwargs": env_kwargs_of(spec)}  # fmt: skip
     if args.init_model:  # the weights of an earlier run (e.g. its BC/DAgger policy)
         init = MaskablePPO.load(args.init_model, device="cpu")
         model.policy.load_state_dict(init.policy.state_dict())
@@ -331,24 +441,56 @@ def train(args: argparse.Namespace) -> None:
 def evaluate(args: argparse.Namespace) -> None:
     torch.set_num_threads(1)
     spec = spec_of(args.env)
-    model = MaskablePPO.load(args.model, device="cpu")
-    spec = with_observation_of(model, spec)  # the observation the model was trained on
+    model = None
+    if args.model != "none":  # "none": the heuristics only (for --heuristics-from)
+        model = MaskablePPO.load(args.model, device="cpu")
+        spec = with_observation_of(model, spec)  # the observation the model was trained on
     seeds = range(args.seeds[0], args.seeds[1] + 1)
+    if args.baselines:
+        spec = dataclasses.replace(spec, baselines=tuple(args.baselines.split(",")))
     split = args.split
     families = families_of(args.families, spec)
+    earlier: dict[str, Any] = {}
+    if args.heuristics_from:  # the heuristics' runs of an earlier evaluate file
+        earlier = json.loads(Path(args.heuristics_from).read_text())
+        same = {"env": spec.env_id, "split": split, "quick": args.quick, "seeds": list(seeds)}
+        if any(earlier.get(k) != v for k, v in same.items()):
+            raise SystemExit(f"{args.heuristics_from}: not the same env, split, seeds, quick")
     rows: dict[str, Any] = {}
+    util: dict[str, Any] = {}
+    idle: dict[str, Any] = {}
     start = time.process_time()
+    probed = spec.action == "hints"  # MetisAllocation: also utilisation and idle slices
     for fam in families:
-        env = make_env(fam, split, 12 if args.quick else None, spec)
-        res = {p: play(env, heuristic(env, p), seeds) for p in spec.baselines}
-        res["agent"] = play(env, _ModelAgent(adapt(model, env)), seeds)
-        rows[fam] = res
-        best = min(spec.baselines, key=lambda p: np.mean(res[p]))
-        print(fam, "best", best, {p: round(np.mean(v) / np.mean(res[best]), 3)
+        num_jobs = 12 if args.quick else None
+        played: dict[str, Any] = {}
+        for p in spec.baselines:
+            if p in earlier.get("rows", {}).get(fam, {}):
+                played[p] = tuple(earlier[k][fam][p] for k in
+                                  ("rows", "gpu_utilization", "idle_wait_share") if k in earlier)  # fmt: skip
+                continue
+            plain = heuristic_env(fam, split, num_jobs, spec)
+            agent = heuristic(plain, p)
+            played[p] = (play_probed(plain, agent, seeds, spec.metric) if probed
+                         else (play(plain, agent, seeds, spec.metric),))  # fmt: skip
+        if model is not None:
+            env = make_env(fam, split, num_jobs, spec)
+            model_agent = _ModelAgent(adapt(model, env))
+            played["agent"] = (play_probed(env, model_agent, seeds, spec.metric) if probed
+                               else (play(env, model_agent, seeds, spec.metric),))  # fmt: skip
+        res = rows[fam] = {p: v[0] for p, v in played.items()}
+        if probed:
+            util[fam] = {p: v[1] for p, v in played.items()}
+            idle[fam] = {p: v[2] for p, v in played.items()}
+        best = spec.best({p: float(np.mean(res[p])) for p in spec.baselines})
+        print(fam, "best", best, {p: round(float(spec.ratio(np.mean(v), np.mean(res[best]))), 3)
                                   for p, v in res.items()}, flush=True)  # fmt: skip
     Path(args.out).write_text(json.dumps({"model": args.model, "env": spec.env_id,
                                           "split": split, "quick": args.quick,
                                           "seeds": list(seeds), "rows": rows,
+                                          **({"gpu_utilization": util,
+                                              "idle_wait_share": idle} if util else {}),
+                                          "heuristics_from": args.heuristics_from or None,
                                           "cpu_s": round(time.process_time() - start, 1)},
                                          indent=1))  # fmt: skip
 
@@ -359,21 +501,22 @@ def summarize(path: str, single: str | None = None, draws: int = 2000) -> dict[s
     paired bootstrap interval over seeds of the per-family geometric-mean ratio to
     ``single``."""
     data = json.loads(Path(path).read_text())
-    single = single or spec_of(data.get("env", ENV_ID)).reference
+    spec = spec_of(data.get("env", ENV_ID))
+    single = single or spec.reference
     rng = np.random.default_rng(0)
     fams: dict[str, Any] = {}
     for fam, res in data["rows"].items():
         heur = {p: np.asarray(v) for p, v in res.items() if p != "agent"}
         agent = np.asarray(res["agent"])
-        best = min(heur, key=lambda p: heur[p].mean())
-        paired = np.log(agent / heur[single])
+        best = spec.best({p: float(heur[p].mean()) for p in heur})
+        paired = np.log(spec.ratio(agent, heur[single]))
         boot = [np.exp(paired[rng.integers(0, len(paired), len(paired))].mean())
                 for _ in range(draws)]  # fmt: skip
         fams[fam] = {
             "best_heuristic": best,
-            "agent_to_best": float(agent.mean() / heur[best].mean()),
-            "single_to_best": float(heur[single].mean() / heur[best].mean()),
-            "agent_to_single": float(agent.mean() / heur[single].mean()),
+            "agent_to_best": float(spec.ratio(agent.mean(), heur[best].mean())),
+            "single_to_best": float(spec.ratio(heur[single].mean(), heur[best].mean())),
+            "agent_to_single": float(spec.ratio(agent.mean(), heur[single].mean())),
             "paired_geo_to_single": float(np.exp(paired.mean())),
             "paired_ci95": [float(np.quantile(boot, 0.025)), float(np.quantile(boot, 0.975))],
         }
@@ -432,7 +575,7 @@ def main(argv: list[str] | None = None) -> None:
     sub = ap.add_subparsers(dest="cmd", required=True)
     t = sub.add_parser("train")
     t.add_argument("--out", required=True)
-    t.add_argument("--env", default="moldable", help="moldable or placement (ENV_SPECS)")
+    t.add_argument("--env", default="moldable", help="moldable, placement or metis (ENV_SPECS)")
     t.add_argument("--family", default="mixed")
     t.add_argument(
         "--val-families",
@@ -486,14 +629,31 @@ def main(argv: list[str] | None = None) -> None:
         "run's best_model.zip after BC/DAgger with --timesteps 0)",
     )
     t.add_argument("--eval-freq", type=int, default=2048)
+    t.add_argument(
+        "--val-refs",
+        default="",
+        help="JSON file caching the heuristics' validation runs (read if it "
+        "matches, written after)",
+    )
     e = sub.add_parser("evaluate")
-    e.add_argument("--model", required=True)
+    e.add_argument("--model", required=True, help="model zip; 'none': heuristics only")
     e.add_argument("--out", required=True)
-    e.add_argument("--env", default="moldable", help="moldable or placement (ENV_SPECS)")
+    e.add_argument("--env", default="moldable", help="moldable, placement or metis (ENV_SPECS)")
     e.add_argument("--families", default="all", help="comma-separated; default: every family")
     e.add_argument("--split", default="test", choices=("train", "validation", "test"))
     e.add_argument("--seeds", type=int, nargs=2, default=(100, 109))
     e.add_argument("--quick", action="store_true")
+    e.add_argument(
+        "--heuristics-from",
+        default="",
+        help="an earlier evaluate file (same env, split, seeds) whose heuristic "
+        "runs to reuse instead of playing them again",
+    )
+    e.add_argument(
+        "--baselines",
+        default="",
+        help="comma-separated heuristics to play (default: the env's baselines)",
+    )
     r = sub.add_parser("report", help="markdown tables of evaluate files")
     r.add_argument("files", nargs="+", help="evaluate --out files")
     r.add_argument("--titles", nargs="+", required=True, help="section title per file")

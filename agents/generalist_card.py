@@ -6,7 +6,7 @@ checkpoint (without optimizer state) to ``agents/pretrained/<EnvName-vN>.zip`` a
 writes its card ``<EnvName-vN>.json``: env id and the observation it plays in, training
 command, budget and wall time, the warm start and the validation curve's choice, the
 per-family results of the ``evaluate`` file ``--test`` (every test family, each seed's
-average JCT of the agent and of every heuristic, the ratio to the env's reference
+metric (average JCT; MetisAllocation: quality AUC) of the agent and of every heuristic, the ratio to the env's reference
 heuristic with its paired bootstrap interval) and, as the other cards, the test metrics
 on the env's default preset (seeds 100-119) next to random masked actions.
 
@@ -27,7 +27,7 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
-from agents.generalist import _ModelAgent, make_env, play, spec_of, summarize
+from agents.generalist import _ModelAgent, env_kwargs_of, make_env, play, spec_of, summarize
 from agents.policy import PRETRAINED_DIR, RandomMaskedAgent, load_agent
 from agents.publish import save_without_optimizer_state, score
 from agents.runs import versions
@@ -42,13 +42,15 @@ def family_results(test_file: Path) -> dict[str, Any]:
     """Per family of an ``evaluate`` file: seeds' JCTs and the ratios of :func:`summarize`."""
     data = json.loads(test_file.read_text())
     summary = summarize(str(test_file))
+    metric = spec_of(data["env"]).metric
+    unit = "_s" if metric.endswith("_s") else ""
     out: dict[str, Any] = {}
     for fam, res in data["rows"].items():
         s = summary["families"][fam]
         out[fam] = {
-            "avg_jct_s": {p: [float(v) for v in vals] for p, vals in res.items()},
-            "agent_mean_s": float(np.mean(res["agent"])),
-            "reference_mean_s": float(np.mean(res[summary["single"]])),
+            metric: {p: [float(v) for v in vals] for p, vals in res.items()},
+            f"agent_mean{unit}": float(np.mean(res["agent"])),
+            f"reference_mean{unit}": float(np.mean(res[summary["single"]])),
             "agent_to_reference": s["agent_to_single"],
             "paired_geo_to_reference": s["paired_geo_to_single"],
             "paired_ci95": s["paired_ci95"],
@@ -69,9 +71,10 @@ def publish(run_dir: Path, test_file: Path, model: str, wall_s: float | None,
     name = spec.env_id.split("/", 1)[1]
     args = record["args"]
     agent, algo = load_agent(run_dir / model)
-    # The observation the run trained on (e.g. MoldableScheduling's scale_free_hints with
-    # --hints), not the spec's default.
-    kwargs = dict(record.get("env_kwargs") or {"observation": spec.observation})
+    # The env settings the run trained with (its record; older records: the spec's), e.g.
+    # MoldableScheduling's scale_free_hints with --hints, MetisAllocation's action="hints".
+    kwargs = dict(record.get("env_kwargs") or env_kwargs_of(spec))
+    plain = {k: v for k, v in kwargs.items() if k != "action"}  # heuristics: the env's action
     card = {
         "env_id": spec.env_id,
         "env_kwargs": kwargs,
@@ -103,7 +106,7 @@ def publish(run_dir: Path, test_file: Path, model: str, wall_s: float | None,
         "test_seeds": f"{PRESET_SEEDS[0]}..{PRESET_SEEDS[-1]} ({len(PRESET_SEEDS)} episodes, "
         "the default preset)",
         "test": _score(agent, spec.env_id, kwargs),
-        "test_reference": _score(HeuristicAgent(spec.reference), spec.env_id, kwargs),
+        "test_reference": _score(HeuristicAgent(spec.reference), spec.env_id, plain),
         "random_masked": _score(RandomMaskedAgent(), spec.env_id, kwargs),
         "versions": versions(),
     }
@@ -137,13 +140,13 @@ def replay(
     card: dict[str, Any], family: str, seeds: Sequence[int], model_path: Path
 ) -> list[float]:
     """The agent at ``model_path`` on ``family``'s test split, a card's way: each seed's
-    average JCT (full episodes)."""
+    metric (average JCT; MetisAllocation: quality AUC), full episodes."""
     from sb3_contrib import MaskablePPO
 
     spec = dataclasses.replace(spec_of(card["env_id"]), **card["env_kwargs"])
     model = MaskablePPO.load(model_path, device="cpu")
     env = make_env(family, "test", None, spec)
-    return play(env, _ModelAgent(adapt(model, env)), seeds)
+    return play(env, _ModelAgent(adapt(model, env)), seeds, spec.metric)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -128,7 +128,7 @@ def collect_demonstrations(
         raise ConfigError(f"{env_id} cannot replay heuristics (no action_for); no --pretrain")
     from agents.teacher import make_teacher  # a lookahead teacher, or None: a heuristic
 
-    agent: Any = make_teacher(teacher, env_id) or HeuristicAgent(base.policy(teacher))
+    agent: Any = make_teacher(teacher, env_id, base) or HeuristicAgent(base.policy(teacher))
     obs_rows: list[np.ndarray] = []
     act_rows: list[np.ndarray] = []
     mask_rows: list[np.ndarray] = []

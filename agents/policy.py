@@ -45,6 +45,8 @@ class Sb3Agent:
         obs_normalizer: VecNormalize statistics the model was trained with, if any.
         observation: The env's ``observation`` setting the model was trained with (from
             its card); None: the env's default.
+        action: The env's ``action`` setting the model was trained with (from its card:
+            MetisAllocation's ``"hints"``); None: the env's default.
     """
 
     def __init__(
@@ -55,11 +57,13 @@ class Sb3Agent:
         maskable: bool | None = None,
         obs_normalizer: VecNormalize | None = None,
         observation: str | None = None,
+        action: str | None = None,
     ) -> None:
         #: The model as trained; :meth:`fit_env` may rebuild ``model`` from it.
         self.trained = model
         self.model = model
         self.observation = observation
+        self.action = action
         self.deterministic = deterministic
         self.name = name
         #: The model zip this agent was loaded from (set by :func:`load_agent`).
@@ -144,9 +148,10 @@ class RandomMaskedAgent:
         return int(self.rng.choice(np.flatnonzero(mask)))
 
 
-def card_observation(card: dict[str, Any]) -> str | None:
-    """The ``observation`` env kwarg a card's agent was trained with (None: not set)."""
-    value = (card.get("env_kwargs") or {}).get("observation")
+def card_observation(card: dict[str, Any], key: str = "observation") -> str | None:
+    """The ``observation`` (or ``key``) env kwarg a card's agent was trained with (None:
+    not set)."""
+    value = (card.get("env_kwargs") or {}).get(key)
     return None if value is None else str(value)
 
 
@@ -177,7 +182,8 @@ def load_agent(
         name=name or f"sb3:{path}",
         maskable=algo in MASKABLE,
         obs_normalizer=normalizer,
-        observation=card_observation(agent_card(model_path)),
+        observation=card_observation(card := agent_card(model_path)),
+        action=card_observation(card, "action"),
     )
     agent.path = Path(path)
     if env is not None:

@@ -7,7 +7,8 @@ with one shared network, the RLScheduler "kernel" / Deep Sets structure:
 * each slot is embedded by a shared MLP from its fields and the global summary;
 * the present slots' embeddings are pooled (mean and max) into a context;
 * a shared head turns ``[slot embedding, context]`` into the slot's ``c`` logits
-  (MoldableScheduling: one per parallelism level; JobPlacement: one per node), and, if
+  (MoldableScheduling: one per parallelism level; JobPlacement: one per node;
+  MetisAllocation with ``action="hints"``, a ``MultiDiscrete([c] * K)``: one per option), and, if
   the action space has one more action (MoldableScheduling's *wait*), a head on the
   context gives its logit;
 * the critic reads the context and the global summary.
@@ -138,10 +139,24 @@ class SetPolicy(MaskableActorCriticPolicy):
                 "SetPolicy needs a slot-layout observation whose first slot field is "
                 "`present` (make the env with observation='scale_free')"
             )
-        if not isinstance(action_space, spaces.Discrete):
-            raise ConfigError(f"SetPolicy needs a Discrete action space, got {action_space}")
-        n, k = int(action_space.n), layout.num_slots
-        wait = n % k == 1
+        k = layout.num_slots
+        if isinstance(action_space, spaces.MultiDiscrete):
+            # One choice per slot (MetisAllocation's action="hints"): MaskablePPO splits
+            # the flat logits into consecutive blocks of nvec[k], the slot-major layout
+            # the shared head writes (tests/test_set_policy.py).
+            nvec = np.asarray(action_space.nvec).reshape(-1)
+            if len(nvec) != k or len(set(nvec.tolist())) != 1:
+                raise ConfigError(
+                    f"SetPolicy: {action_space} is not one equal choice per slot ({k} slots)"
+                )
+            n, wait = k * int(nvec[0]), False
+        elif isinstance(action_space, spaces.Discrete):
+            n = int(action_space.n)
+            wait = n % k == 1
+        else:
+            raise ConfigError(
+                f"SetPolicy needs a Discrete or MultiDiscrete action space, got {action_space}"
+            )
         if (n - int(wait)) % k or n - int(wait) < k:
             raise ConfigError(f"SetPolicy: {n} actions do not split over {k} slots")
         self.num_slots, self.slot_features = k, layout.slot_size

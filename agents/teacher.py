@@ -8,8 +8,12 @@ arrivals still to come are dropped), and takes the first action of the candidate
 fork ends with the lowest total completion time of the jobs in the system now. It never
 reads a true job length: the forks' lengths are the estimates the policies see.
 
+On MetisAllocation the candidates are the heuristics its ``action="hints"`` options
+follow, the fork is scored by believed model quality (``objective="quality"``) and the
+teacher answers with the chosen candidate's option on every slot.
+
 It is an *agent* (``act(env, obs, info)``), so it plays through any env with
-``action_for`` and ``sim`` (MoldableScheduling, JobPlacement), and
+``action_for`` and ``sim`` (MoldableScheduling, JobPlacement, MetisAllocation), and
 :func:`agents.imitation.collect_demonstrations` takes it as a DAgger teacher
 (``--pretrain lookahead``; :data:`TEACHERS`).
 """
@@ -32,10 +36,16 @@ from cluster_envs.sim.sampled import add_sampled_arrivals
 MOLDABLE_CANDIDATES = (
     "threshold-eta", "sjf", "tetris", "easy-backfill", "best-threshold", "max-parallelism",
 )  # fmt: skip
+#: Values of LookaheadTeacher's ``objective`` option.
+OBJECTIVES = ("jct", "quality")
+#: Samples of the believed quality over the horizon (``objective="quality"``).
+QUALITY_SAMPLES = 12
 #: Values of LookaheadTeacher's ``arrivals`` option.
 ARRIVALS = ("none", "sampled")
 #: Candidates on JobPlacement.
 PLACEMENT_CANDIDATES = ("fifo", "fifo-best-fit", "fifo-spread")
+#: Candidates on MetisAllocation: the heuristics its ``action="hints"`` options follow.
+METIS_CANDIDATES = ("slaq", "optimus", "tiresias", "fair")
 
 
 class LookaheadTeacher:
@@ -52,6 +62,13 @@ class LookaheadTeacher:
             every candidate at one decision, seeded by the episode seed and the decision
             index), and the cost adds the sampled jobs' believed completion times.
         num_samples: Sampled future jobs per fork (with ``arrivals="sampled"``).
+        objective: ``"jct"``: the lowest total believed completion time (above);
+            ``"quality"`` (MetisAllocation): the highest believed quality area of the
+            known jobs over the next ``horizon_s`` (default: the quality window), each
+            job's quality at its *believed* fraction done (iterations done over its
+            frozen estimate) on its model's curve, counted inside its own window only
+            (as the ``quality_auc`` metric), sampled every :data:`QUALITY_SAMPLES`-th of
+            the horizon.
     """
 
     def __init__(
@@ -60,7 +77,11 @@ class LookaheadTeacher:
         horizon_s: float | None = None,
         arrivals: str = "none",
         num_samples: int = 16,
+        objective: str = "jct",
     ) -> None:
+        if objective not in OBJECTIVES:
+            raise ConfigError(f"LookaheadTeacher objective must be one of {OBJECTIVES}")
+        self.objective = objective
         if not candidates:
             raise ConfigError("LookaheadTeacher needs at least one candidate heuristic")
         if horizon_s is not None and not horizon_s > 0:
@@ -84,6 +105,8 @@ class LookaheadTeacher:
         self._env: Any = None
         self._seed: int | None = 0
         self.choices: dict[str, int] = {}
+        #: Return the chosen candidate's option (MetisAllocation ``action="hints"``).
+        self.options = False
 
     def reset(self, seed: int | None = None) -> None:
         """Forget the configured candidates (a new episode reconfigures them)."""
@@ -117,7 +140,10 @@ class LookaheadTeacher:
                 base.action_for(decision)
             except InfeasibleDecisionError:
                 continue  # this candidate's choice is one the env cannot express
-            cost = self._cost(sim, policy, decision, known)
+            if self.objective == "quality":
+                cost = self._quality_cost(base, policy, decision, known)
+            else:
+                cost = self._cost(sim, policy, decision, known)
             if best is None or (cost, rank) < (best[0], best[1]):
                 best = (cost, rank, decision)
         if best is None:
@@ -127,6 +153,8 @@ class LookaheadTeacher:
         # action_for may store a multi-step plan (JobPlacement: the job's remaining nodes,
         # replayed by pending_action): ask it last for the CHOSEN decision, or the env
         # would follow the plan of whichever candidate was tried last.
+        if self.options:
+            return FollowOption(chosen).act(env, obs, info)
         return base.action_for(best[2])
 
     def _cost(self, sim: Any, policy: Any, decision: Any, known: np.ndarray) -> float:
@@ -151,6 +179,33 @@ class LookaheadTeacher:
             finish = np.where(left, until + self._left_s(fork, ids[left]).sum(), finish)
         return float(np.sum(finish - start))
 
+    def _quality_cost(self, base: Any, policy: Any, decision: Any, known: np.ndarray) -> float:
+        """Minus the believed quality area (job-seconds) of the ``known`` jobs ahead."""
+        from cluster_envs.sim.quality import curve_integral
+
+        sim = base.sim
+        window = float(base.quality_settings.window_s)
+        now = sim.now_s
+        until = now + (window if self.horizon_s is None else self.horizon_s)
+        fork, fork_policy = fork_believed(sim, policy)
+        fork.apply(decision)
+        if fork.queue:
+            settle(fork, fork_policy)
+        ids = known.tolist()
+        curves = [curve_integral(fork.jobs[j].model) for j in ids]
+        ends = [fork.jobs[j].submit_time_s + window for j in ids]
+        step = (until - now) / QUALITY_SAMPLES
+        area, t = 0.0, now
+        for _ in range(QUALITY_SAMPLES):
+            t_next = t + step
+            play_ahead(fork, fork_policy, t_next)
+            for j, curve, end in zip(ids, curves, ends, strict=True):
+                if end > t:
+                    frac = min(fork.iterations_done(j) / fork.jobs[j].total_iterations, 1.0)
+                    area += curve.quality(frac) * (min(t_next, end) - t)
+            t = t_next
+        return -area
+
     @staticmethod
     def _left_s(fork: Any, ids: np.ndarray) -> np.ndarray:
         """Believed remaining seconds of unfinished ``ids`` at their current rate (or
@@ -160,20 +215,59 @@ class LookaheadTeacher:
         return np.divide(left, rate, out=np.full_like(left, np.inf), where=rate > 0)
 
 
-def make_teacher(name: str, env_id: str) -> LookaheadTeacher | None:
+class FollowOption:
+    """Plays MetisAllocation's ``action="hints"`` option ``name`` on every slot where it
+    is available (else pause): the heuristic ``name`` exactly (tests/test_metis_hints.py)."""
+
+    def __init__(self, name: str) -> None:
+        from cluster_envs.envs.metis_hints import HINT_POLICIES, OPTIONS, PAUSE
+
+        if name not in OPTIONS:
+            raise ConfigError(
+                f"{name!r} is no option of MetisAllocation's action='hints' ({OPTIONS}); "
+                f"a teacher there is one of {HINT_POLICIES} or lookahead"
+            )
+        self.name, self.index, self.num, self.pause = name, OPTIONS.index(name), len(OPTIONS), PAUSE
+
+    def reset(self, seed: int | None = None) -> None:
+        """Nothing to reset: the env asks the heuristics."""
+
+    def act(self, env: gym.Env, obs: np.ndarray, info: dict[str, Any]) -> np.ndarray:
+        mask = np.asarray(env.unwrapped.action_masks()).reshape(-1, self.num)  # type: ignore[attr-defined]
+        return np.where(mask[:, self.index], self.index, self.pause)
+
+
+def option_action(base: Any) -> bool:
+    """Whether ``base`` (an unwrapped env) plays MetisAllocation's ``action="hints"``."""
+    return getattr(getattr(base, "config", None), "action", None) == "hints"
+
+
+def make_teacher(name: str, env_id: str, base: Any = None) -> Any:
     """The teacher agent ``name`` names (``lookahead``; ``lookahead:a,b,c``; the same with
     ``lookahead-arrivals``: sampled future arrivals in the forks), or ``None`` when
-    ``name`` is a plain heuristic."""
-    base, _, listed = name.partition(":")
-    if base not in TEACHERS:
-        return None
+    ``name`` is a plain heuristic. On an env ``base`` whose action picks options
+    (:func:`option_action`), a heuristic teacher follows its option (:class:`FollowOption`)
+    and a lookahead returns the chosen candidate's option."""
+    base_name, _, listed = name.partition(":")
+    if base_name not in TEACHERS:
+        return FollowOption(name) if option_action(base) else None
+    teacher = _make_lookahead(base_name, listed, env_id)
+    teacher.options = option_action(base)
+    return teacher
+
+
+def _make_lookahead(base: str, listed: str, env_id: str) -> LookaheadTeacher:
     kwargs: dict[str, Any] = {"arrivals": "sampled"} if base == "lookahead-arrivals" else {}
+    if "Metis" in env_id:  # MetisAllocation is scored on quality, not completion times
+        kwargs["objective"] = "quality"
     if listed:
         return LookaheadTeacher(tuple(c for c in listed.split(",") if c), **kwargs)
     if "Moldable" in env_id:
         return LookaheadTeacher(MOLDABLE_CANDIDATES, **kwargs)
     if "Placement" in env_id:
         return LookaheadTeacher(PLACEMENT_CANDIDATES, **kwargs)
+    if "Metis" in env_id:
+        return LookaheadTeacher(METIS_CANDIDATES, **kwargs)
     raise ConfigError(f"no default lookahead candidates for {env_id}; name them: lookahead:a,b")
 
 

@@ -2,9 +2,10 @@
 # Retrain a shipped agent agents/pretrained/<EnvName-vN>.{zip,json} from one command.
 #   scripts/train_pretrained.sh          # MoldableScheduling-v0: the issue-13 generalist (below)
 #   ENV=cluster_envs/JobPlacement-v0 scripts/train_pretrained.sh   # the generalist (issue 13)
-#   ENV=cluster_envs/MetisAllocation-v0 scripts/train_pretrained.sh   # warm start + PPO
+#   ENV=cluster_envs/MetisAllocation-v0 scripts/train_pretrained.sh   # the generalist (issue 13)
 #   RECIPE=specialist scripts/train_pretrained.sh   # the former MoldableScheduling specialist
-# The generic path (Metis, RECIPE=specialist, any other ENV): train ALGO on ENV
+#   SPECIALIST=1 ENV=cluster_envs/MetisAllocation-v0 scripts/train_pretrained.sh  # the former Metis one
+# The generic path (RECIPE=specialist, SPECIALIST=1, any other ENV): train ALGO on ENV
 # (agents/hyperparams/<algo>.yml, the env's default preset), seed SEED, then publish
 # best_model.zip with its card (test metrics on held-out seeds 100-119 next to random
 # masked actions). Overrides: ENV, ALGO, RUN, TIMESTEPS, SEED, HYPERPARAMS, FORCE=1,
@@ -50,14 +51,47 @@ if [ "$ENV" = "cluster_envs/MoldableScheduling-v0" ]; then
     HYPERPARAMS=${HYPERPARAMS:-"{learning_rate: 1.0e-4, ent_coef: 0.02, n_steps: 512}"}
     TIMESTEPS=${TIMESTEPS:-200000}
 fi
-if [ "$ENV" = "cluster_envs/MetisAllocation-v0" ]; then
-    # The shipped Metis agent: PPO with SlotPolicy (agents/hyperparams/ppo.yml), warm-started
-    # from SLAQ by cloning + 4 DAgger rounds, then 100k steps of PPO on the quality_auc reward
-    # (the fitted/ppo run of scripts/train_metis_agents.sh).
+if [ "$ENV" = "cluster_envs/MetisAllocation-v0" ] && [ -n "${SPECIALIST:-}" ]; then
+    # The earlier Metis specialist (SPECIALIST=1): PPO with SlotPolicy (agents/hyperparams/
+    # ppo.yml) on the default preset, warm-started from SLAQ by cloning + 4 DAgger rounds,
+    # then 100k steps of PPO on the quality_auc reward (scripts/train_metis_agents.sh).
     ALGO=ppo
     PRETRAIN=${PRETRAIN:-"--pretrain slaq --pretrain-episodes 100 --pretrain-epochs 30 --pretrain-dagger-rounds 4"}
     TIMESTEPS=${TIMESTEPS:-100000}
     EVAL=(--eval-freq 10000 --eval-episodes 10)
+elif [ "$ENV" = "cluster_envs/MetisAllocation-v0" ]; then
+    # The Metis generalist (issue 13, agents/generalist.py --env metis): MaskablePPO +
+    # SetPolicy on scale-free observations with each option's GPU count, acting through
+    # the cluster-free action="hints" (per slot: follow slaq/optimus/tiresias/fair, keep,
+    # pause). Cloned on the `mixed` family's train split from TEACHER (default slaq, the
+    # best single heuristic; TEACHER=lookahead: the quality lookahead over those
+    # heuristics on believed forks, agents/teacher.py), 10 demonstration episodes + 1
+    # DAgger round, 20 epochs, no PPO; checkpoint scored on VAL_FAMILIES' validation
+    # splits (default mixed; 'all': every family) against the best heuristic there; then
+    # every family's test split (seeds 100-109) on its card. ~6 min on the shared machine.
+    PYTHON=${PYTHON:-.venv/bin/python}
+    SEED=${SEED:-0}
+    TEACHER=${TEACHER:-slaq}
+    EPISODES=${EPISODES:-10}
+    DAGGER=${DAGGER:-1}
+    VAL_FAMILIES=${VAL_FAMILIES:-mixed}
+    [ -n "${FORCE:-}" ] && rm -rf "$RUN"
+    [ -e "$RUN" ] && { echo "$RUN exists (FORCE=1 to overwrite)" >&2; exit 2; }
+    SECONDS=0
+    nice -n 10 "$PYTHON" -m agents.generalist train --env metis --out "$RUN" \
+        --family mixed --val-families "$VAL_FAMILIES" --teacher "$TEACHER" \
+        --pretrain-episodes "$EPISODES" --pretrain-epochs 20 --dagger-rounds "$DAGGER" \
+        --timesteps 0 --seed "$SEED"
+    wall=$SECONDS
+    # The heuristics that win some Metis family (generalization_heuristics.md) and fair.
+    BASE=slaq,optimus,tiresias,fair
+    EVAL="python -m agents.generalist evaluate --env metis --model $RUN/best_model.zip --out $RUN/test.json --seeds 100 109 --baselines $BASE"
+    nice -n 10 "$PYTHON" -m agents.generalist evaluate --env metis --baselines "$BASE" \
+        --model "$RUN/best_model.zip" --out "$RUN/test.json" --seeds 100 109
+    nice -n 10 "$PYTHON" -m agents.generalist_card "$RUN" --test "$RUN/test.json" \
+        --wall-s "$wall" --evaluate-command "$EVAL" \
+        --command "ENV=cluster_envs/MetisAllocation-v0 scripts/train_pretrained.sh"
+    exit 0
 fi
 if [ "$ENV" = "cluster_envs/JobPlacement-v0" ]; then
     # The shipped placement agent is the issue-13 generalist (agents/generalist.py --env

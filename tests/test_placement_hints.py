@@ -12,7 +12,6 @@ import cluster_envs  # noqa: F401  (registers the envs)
 from cluster_envs.envs.placement_hints import HINT_FIELDS, HINT_RULES
 from cluster_envs.envs.rollout import HeuristicAgent, rollout
 from cluster_envs.envs.scale_free import ScaleFreePlacementEncoder
-from cluster_envs.errors import ConfigError
 from cluster_envs.sim.engine import Simulator
 
 PLACEMENT = "cluster_envs/JobPlacement-v0"
@@ -121,7 +120,10 @@ def test_hints_do_not_depend_on_the_encoder_cache() -> None:
     assert sum(checked) > 5
 
 
-def test_metis_has_no_hints() -> None:
-    """(MoldableScheduling has its own hints: tests/test_moldable_hints.py.)"""
-    with pytest.raises(ConfigError, match="only on JobPlacement-v0"):
-        gym.make("cluster_envs/MetisAllocation-v0", preset="toy", observation="scale_free_hints")
+def test_other_envs_have_their_own_hints() -> None:
+    """MoldableScheduling and MetisAllocation have hints of their own, not these node fields
+    (tests/test_moldable_hints.py, tests/test_metis_hints.py)."""
+    env = gym.make("cluster_envs/MetisAllocation-v0", preset="toy", observation="scale_free_hints")
+    fields = env.observation_space.layout.slot_fields  # type: ignore[attr-defined]
+    assert not any(f.startswith("next=") for f in fields)
+    assert any(f.startswith("option=") for f in fields)

@@ -111,3 +111,55 @@ def test_rejects_a_box_without_slot_layout() -> None:
     box = gym.spaces.Box(0.0, 1.0, (10,), dtype=np.float32)
     with pytest.raises(ConfigError, match="slot-layout"):
         SetPolicy(box, gym.spaces.Discrete(3), lambda _: 1e-3)
+
+
+def _metis(**kwargs: object) -> gym.Env:
+    return gym.make("cluster_envs/MetisAllocation-v0", action="hints",
+                    observation="scale_free_hints", **kwargs)  # fmt: skip
+
+
+def test_multi_discrete_logits_split_per_slot_as_maskable_ppo_splits_them() -> None:
+    env = _metis(preset="toy")
+    policy = _model(env).policy
+    k, c = policy.num_slots, policy.per_slot
+    assert (k, c, policy.wait) == (8, 6, False)
+    obs = _random_obs(policy, present=[0, 2, 3, 7], seed=1)
+    with torch.no_grad():
+        for layer in (policy.mlp_extractor.score[-1],):  # off the near-zero init
+            torch.nn.init.normal_(layer.weight)
+        logits = policy.mlp_extractor.forward_actor(obs).reshape(k, c)
+        mask = np.zeros((k, c), dtype=bool)
+        mask[:, 5] = True
+        mask[[0, 2, 3, 7]] = True
+        dist = policy.get_distribution(obs, action_masks=mask.reshape(1, -1))
+    cats = dist.distributions
+    assert len(cats) == k
+    for slot, cat in enumerate(cats):
+        expected = torch.log_softmax(logits[slot].masked_fill(~torch.as_tensor(mask[slot]),
+                                                              -1e8), -1)  # fmt: skip
+        assert torch.allclose(torch.log_softmax(cat.logits[0], -1), expected, atol=1e-4)
+    mode = dist.mode()[0].numpy()
+    assert mask[np.arange(k), mode].all()
+    assert mode[1] == mode[4] == 5  # an empty slot's only option: pause
+
+
+def test_multi_discrete_serves_other_slot_counts_and_cluster_sizes() -> None:
+    env = _metis(preset="toy")  # 16 GPUs, 8 slots
+    model = _model(env)
+    model.learn(64)
+    other = _metis(family="synthetic-256", split="train", num_jobs=10)  # 256 GPUs, 32 slots
+    served = adapt(model, other)
+    assert served.policy.num_slots == 32 and served.policy.per_slot == 6
+    obs, _ = other.reset(seed=2)
+    mask = other.unwrapped.action_masks()
+    action, _ = served.predict(obs, deterministic=True, action_masks=mask)
+    assert action.shape == (32,)
+    assert mask.reshape(32, 6)[np.arange(32), action].all()
+    for a, b in zip(model.policy.parameters(), served.policy.parameters(), strict=True):
+        assert torch.equal(a, b)
+
+
+def test_rejects_unequal_multi_discrete() -> None:
+    env = _metis(preset="toy")
+    with pytest.raises(ConfigError, match="one equal choice per slot"):
+        SetPolicy(env.observation_space, gym.spaces.MultiDiscrete([6] * 7 + [5]), lambda _: 1e-3)

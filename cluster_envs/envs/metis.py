@@ -19,6 +19,7 @@ from cluster_envs.envs.actions import multi_discrete_action
 from cluster_envs.envs.base import ClusterEnvBase
 from cluster_envs.envs.config import split_kwargs
 from cluster_envs.envs.metis_config import PRESETS, MetisConfig
+from cluster_envs.envs.metis_hints import OPTIONS, MetisHints, decode_options, option_mask
 from cluster_envs.envs.metis_reward import REWARD_COMPONENTS, QualityReward
 from cluster_envs.envs.metis_scale_free import metis_encoder
 from cluster_envs.envs.metis_slots import (
@@ -69,6 +70,8 @@ class MetisAllocationEnv(ClusterEnvBase):
     its mask sets ``info["invalid_action"]`` and counts in
     ``info["num_invalid_actions"]``, and is projected like any other
     (``info["num_forced_actions"]`` stays 0).
+    With ``action="hints"``: ``MultiDiscrete([6] * J)``, per slot an option of
+    :mod:`cluster_envs.envs.metis_hints` (follow slaq/optimus/tiresias/fair, keep, pause).
 
     ## Observation Space
     A flat ``Box(0, 1, float32)``: J slots then the cluster, field by field in
@@ -133,7 +136,9 @@ class MetisAllocationEnv(ClusterEnvBase):
         self.num_slots = config.num_slots
         self.max_gpus = min(config.max_gpus_per_job, self.cluster.num_gpus)
         self.quality_settings = QualitySettings(config.quality_window_s, config.quality_threshold)
-        self.encoder = metis_encoder(config, self.max_gpus, self.cluster)
+        hinted = config.action == "hints" or config.observation == "scale_free_hints"
+        self.hints = MetisHints(self.policy, self.action_for) if hinted else None
+        self.encoder = metis_encoder(config, self.max_gpus, self.cluster, self.hints)
         self.observation_space = self.encoder.space
         self.action_space = self._make_action_space()
         self.reward_weights = {
@@ -162,7 +167,8 @@ class MetisAllocationEnv(ClusterEnvBase):
         return self._reward
 
     def _make_action_space(self) -> spaces.Space:
-        return spaces.MultiDiscrete([self.max_gpus + 1] * self.num_slots)
+        options = len(OPTIONS) if self.config.action == "hints" else self.max_gpus + 1
+        return spaces.MultiDiscrete([options] * self.num_slots)
 
     @property
     def round_s(self) -> float:
@@ -192,6 +198,8 @@ class MetisAllocationEnv(ClusterEnvBase):
         self.encoder.reset(self.episode_seed)
         self.slots = [None] * self.num_slots
         self.num_projected = 0
+        if self.hints is not None:
+            self.hints.reset(self.episode_seed)
         self._begin_slice()
 
     def _is_decision_point(self) -> bool:
@@ -206,6 +214,12 @@ class MetisAllocationEnv(ClusterEnvBase):
         if not isinstance(space, spaces.MultiDiscrete):
             raise TypeError(f"{type(self).__name__} must override _decode_action for {space}")
         values = multi_discrete_action(action, space)
+        if self.config.action == "hints":  # options -> counts (metis_hints)
+            assert self.hints is not None
+            return (
+                *decode_options(values, self.hints.table(self.sim, self.slots), self.slots),
+                False,
+            )
         rows = self.action_masks().reshape(self.num_slots, self.max_gpus + 1)
         inside = (values >= 0) & (values <= self.max_gpus)
         invalid = not inside.all() or not rows[np.arange(self.num_slots), values].all()
@@ -222,7 +236,10 @@ class MetisAllocationEnv(ClusterEnvBase):
         return self.reward.components()
 
     def _action_mask(self) -> np.ndarray:
-        """Per-slot allowed counts, flattened: ``J * (G + 1)`` booleans."""
+        """Per-slot allowed counts (or options), flattened: ``J * (G + 1)`` booleans."""
+        if self.config.action == "hints":
+            assert self.hints is not None
+            return option_mask(self.hints.table(self.sim, self.slots), self.slots).reshape(-1)
         return slot_mask(self.slots, self.sim, self.max_gpus).reshape(-1)
 
     def _get_obs(self) -> np.ndarray:
@@ -270,6 +287,8 @@ class MetisAllocationEnv(ClusterEnvBase):
         counts = state.project(requests)
         self.num_projected += sum(counts[j] != requests.get(j, 0) for j in state.ids)
         decided = sim.apply(plan_allocation(state, counts)) > 0
+        if self.hints is not None:
+            self.hints.clear()
         self._note_occupancy()
         self.driver.end_round(decided)
         self._begin_slice()

@@ -7,6 +7,7 @@ from typing import Any
 
 from cluster_envs.envs.episodes import SYNTHETIC_JOBS
 from cluster_envs.envs.metis_features import JOB_FEATURES
+from cluster_envs.envs.metis_hints import ACTIONS
 from cluster_envs.errors import ConfigError
 from cluster_envs.policies.projection import DEFAULT_NUM_SLOTS
 from cluster_envs.sim.quality import QUALITY_THRESHOLD, QUALITY_WINDOW_S, QualitySettings
@@ -39,8 +40,13 @@ class MetisConfig:
             ``"oracle"`` (ABLATION ONLY: the true curves and true lengths, which no real
             scheduler has) or ``"no_curve"`` (ablation: every field derived from the
             loss curve zeroed), to measure whether the state design matters.
-        observation: ``"default"`` or ``"scale_free"`` (fields that do not depend on
-            the cluster size, slot count or slice length: :mod:`cluster_envs.envs.scale_free`).
+        observation: ``"default"``, ``"scale_free"`` (fields that do not depend on
+            the cluster size, slot count or slice length: :mod:`cluster_envs.envs.scale_free`)
+            or ``"scale_free_hints"`` (those and each option's GPU count per slot:
+            :mod:`cluster_envs.envs.metis_hints`).
+        action: ``"counts"`` (default: a GPU count per slot) or ``"hints"`` (per slot,
+            one of :data:`~cluster_envs.envs.metis_hints.OPTIONS`: follow a heuristic,
+            keep or pause; the same space at every cluster size).
     """
 
     cluster: str = "small"
@@ -56,12 +62,15 @@ class MetisConfig:
     max_stalled_slices: int = 10
     job_features: str = "fitted"
     observation: str = "default"
+    action: str = "counts"
 
     def __post_init__(self) -> None:
         if self.job_features not in JOB_FEATURES:
             raise ConfigError(
                 f"job_features must be one of {JOB_FEATURES}, got {self.job_features!r}"
             )
+        if self.action not in ACTIONS:
+            raise ConfigError(f"action must be one of {ACTIONS}, got {self.action!r}")
         for name in ("num_slots", "max_gpus_per_job", "max_stalled_slices"):
             if getattr(self, name) < 1:
                 raise ConfigError(f"{name} must be >= 1, got {getattr(self, name)}")

@@ -11,6 +11,7 @@ from cluster_envs.driver import DECISION, Outcome
 from cluster_envs.envs.base import ClusterEnvBase
 from cluster_envs.envs.metis import MetisAllocationEnv
 from cluster_envs.envs.metis_features import MetisEncoder
+from cluster_envs.errors import ConfigError
 from cluster_envs.types import Decision
 
 
@@ -41,6 +42,8 @@ class MetisAllocationDiscreteEnv(MetisAllocationEnv):
 
     def __init__(self, render_mode: str | None = None, **kwargs: Any) -> None:
         super().__init__(render_mode, **kwargs)
+        if self.config.action != "counts":
+            raise ConfigError("MetisAllocationDiscrete-v0 has its own action: leave action unset")
         self.end_action = self.wait_action = self.num_slots
         self.pending = np.zeros(self.num_slots, dtype=np.int64)
         self._limits: list[int] = [-1] * self.num_slots  # max_gpus per slot

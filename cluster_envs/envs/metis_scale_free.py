@@ -13,7 +13,7 @@ default observation (same fields, scale-free names).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -182,10 +182,18 @@ class ScaleFreeMetisEncoder(MetisEncoder):
         return obs
 
 
-def metis_encoder(config: object, max_gpus: int, cluster: ClusterConfig) -> MetisEncoder:
-    """The MetisAllocation encoder ``config.observation`` names (``config``: MetisConfig)."""
+def metis_encoder(config: object, max_gpus: int, cluster: ClusterConfig, hints: Any = None) -> Any:
+    """The MetisAllocation encoder ``config.observation`` names (``config``: MetisConfig;
+    ``hints``: the env's MetisHints, which ``scale_free_hints`` needs)."""
+    from cluster_envs.envs.metis_hints import HintsMetisEncoder
+
     args = (config.num_slots, max_gpus, cluster, config.time_slice_s)  # type: ignore[attr-defined]
     kw = {"job_features": config.job_features}  # type: ignore[attr-defined]
     return make_encoder(
-        config, lambda: MetisEncoder(*args, **kw), lambda: ScaleFreeMetisEncoder(*args, **kw)
+        config,
+        lambda: MetisEncoder(*args, **kw),
+        lambda: ScaleFreeMetisEncoder(*args, **kw),
+        lambda: HintsMetisEncoder(
+            ScaleFreeMetisEncoder(*args, **kw), hints, cluster.max_gpus_per_node
+        ),
     )

@@ -45,9 +45,9 @@ from cluster_envs.perf.speed import packed_shape
 if TYPE_CHECKING:
     from cluster_envs.sim.engine import Simulator
 
-#: Values of the envs' ``observation`` kwarg (``scale_free_hints``: JobPlacement and
-#: MoldableScheduling, the scale-free fields plus heuristic hints,
-#: :mod:`cluster_envs.envs.placement_hints`, :mod:`cluster_envs.envs.moldable_hints`).
+#: Values of the envs' ``observation`` kwarg (``scale_free_hints``: the scale-free fields
+#: plus heuristic hints, :mod:`~cluster_envs.envs.placement_hints`, ``moldable_hints``,
+#: ``metis_hints``).
 OBSERVATIONS = ("default", "scale_free", "scale_free_hints")
 #: ``tau`` when no job is in the system (s).
 DEFAULT_TIME_SCALE_S = 3600.0
@@ -77,8 +77,8 @@ def make_encoder(
     if kind == "scale_free_hints":
         if hints is None:
             raise ConfigError(
-                "observation 'scale_free_hints' exists only on JobPlacement-v0 and "
-                "MoldableScheduling-v0; use 'scale_free' here"
+                "observation 'scale_free_hints' exists only on JobPlacement-v0, "
+                "MoldableScheduling-v0 and MetisAllocation-v0; use 'scale_free' here"
             )
         return hints()
     return scale_free() if kind == "scale_free" else default()

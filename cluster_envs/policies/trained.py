@@ -6,7 +6,7 @@ Gymnasium env, never the no-gym runner; heuristics are in
 ``cluster_envs.agent_loaders`` entry-point group and are imported on first use, so the
 core never imports torch or SB3 itself.
 
-An agent plays envs built with the observation setting it was trained with
+An agent plays envs built with the observation (and action) setting it was trained with
 (:func:`agent_env_kwargs`; its card names it), then binds to the built env
 (``fit_env``: SB3 set policies adapt to other window and cluster sizes, other models
 must match the env's spaces).
@@ -43,14 +43,19 @@ class TrainedAgent(Protocol):
 
 
 def agent_env_kwargs(agent: TrainedAgent, env_kwargs: dict[str, Any]) -> dict[str, Any]:
-    """``env_kwargs`` with ``agent``'s own ``observation`` setting, if it has one.
+    """``env_kwargs`` with ``agent``'s own ``observation`` setting, if it has one, and its
+    ``action`` setting (an optional attribute: MetisAllocation's ``action="hints"``).
 
-    The workload and cluster stay the caller's; only the observation follows the agent,
-    which cannot read any other.
+    The workload and cluster stay the caller's; only the observation and action follow
+    the agent, which cannot read or choose any other.
     """
-    if agent.observation is None:
-        return dict(env_kwargs)
-    return {**env_kwargs, "observation": agent.observation}
+    out = dict(env_kwargs)
+    if agent.observation is not None:
+        out["observation"] = agent.observation
+    action = getattr(agent, "action", None)
+    if action is not None:
+        out["action"] = action
+    return out
 
 
 def agent_prefixes() -> list[str]:

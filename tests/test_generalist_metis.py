@@ -1,0 +1,145 @@
+"""The MetisAllocation generalist (issue 13): option teachers, the training path and the
+shipped agent's card."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import gymnasium as gym
+import numpy as np
+import pytest
+
+import cluster_envs  # noqa: F401  (registers the envs)
+from agents import generalist
+from agents.generalist_card import replay
+from agents.policy import PRETRAINED_DIR, Sb3Agent, pretrained_info
+from agents.teacher import FollowOption, LookaheadTeacher, make_teacher
+from cluster_envs.envs.metis_hints import OPTIONS
+from cluster_envs.envs.rollout import HeuristicAgent, rollout
+from cluster_envs.errors import ConfigError
+from cluster_envs.policies import make_agent
+from cluster_envs.policies.trained import agent_env_kwargs
+from cluster_envs.workload.families import family_names
+
+METIS = "cluster_envs/MetisAllocation-v0"
+SMALL = {"family": "synthetic-16", "split": "validation", "num_jobs": 12}
+
+
+def _hints_env() -> gym.Env:
+    return gym.make(METIS, action="hints", observation="scale_free_hints", **SMALL)
+
+
+def test_teachers_answer_in_options() -> None:
+    env = _hints_env()
+    teacher = make_teacher("slaq", METIS, env.unwrapped)
+    assert isinstance(teacher, FollowOption)
+    assert make_teacher("slaq", METIS, gym.make(METIS, **SMALL).unwrapped) is None
+    with pytest.raises(ConfigError, match="no option"):
+        make_teacher("fifo-rigid", METIS, env.unwrapped)
+    look = make_teacher("lookahead", METIS, env.unwrapped)
+    assert isinstance(look, LookaheadTeacher) and look.options
+    assert look.objective == "quality"
+
+
+def test_a_one_candidate_lookahead_plays_that_heuristic() -> None:
+    env = _hints_env()
+    plain = gym.make(METIS, **SMALL)
+    look = make_teacher("lookahead:optimus", METIS, env.unwrapped)
+    played = rollout(env, look, seed=3)
+    ref = rollout(plain, HeuristicAgent(plain.unwrapped.policy("optimus")), seed=3)
+    assert played.metrics == ref.metrics
+    assert look.choices == {"optimus": played.num_steps}
+
+
+def test_the_quality_lookahead_switches_between_candidates() -> None:
+    env = _hints_env()
+    look = make_teacher("lookahead", METIS, env.unwrapped)
+    obs, info = env.reset(seed=4)
+    look.reset(env.unwrapped.episode_seed)
+    steps = 0
+    while steps < 40:
+        action = look.act(env, obs, info)
+        mask = info["action_mask"].reshape(-1, len(OPTIONS))
+        assert mask[np.arange(len(action)), action].all()
+        obs, _, term, trunc, info = env.step(action)
+        steps += 1
+        if term or trunc:
+            break
+    assert sum(look.choices.values()) == steps
+    assert len(look.choices) >= 2  # not one heuristic throughout
+
+
+def test_train_metis_clones_slaq_and_scores_validation_per_family(tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    generalist.main(["train", "--env", "metis", "--out", str(out), "--timesteps", "0",
+                     "--num-jobs", "10", "--pretrain-episodes", "2", "--dagger-rounds", "0",
+                     "--pretrain-epochs", "10", "--val-families", "synthetic-16,alibaba"])  # fmt: skip
+    record = json.loads((out / "train.json").read_text())
+    assert record["env_id"] == METIS
+    assert record["env_kwargs"] == {"observation": "scale_free_hints", "action": "hints"}
+    assert record["warm_start"]["teacher"] == "slaq"
+    assert record["warm_start"]["rounds"][0]["teacher_agreement"] > 0.95
+    last = record["curve"][-1]
+    assert set(last["val_families"]) == {"synthetic-16", "alibaba"}
+    test = tmp_path / "val.json"
+    generalist.main(["evaluate", "--env", "metis", "--model", str(out / "best_model.zip"),
+                     "--out", str(test), "--families", "synthetic-16", "--split", "validation",
+                     "--quick", "--seeds", "500", "501"])  # fmt: skip
+    data = json.loads(test.read_text())
+    rows = data["rows"]["synthetic-16"]
+    assert set(rows) == {*generalist.ENV_SPECS["metis"].baselines, "agent"}
+    assert set(data["idle_wait_share"]["synthetic-16"]) == set(rows)
+    summary = generalist.summarize(str(test))
+    fam = summary["families"]["synthetic-16"]
+    best = max(rows, key=lambda p: np.mean(rows[p]) if p != "agent" else -1.0)
+    assert fam["best_heuristic"] == best
+    # quality: higher is better, so the ratio is best / agent (> 1: worse than the best)
+    assert fam["agent_to_best"] == pytest.approx(np.mean(rows[best]) / np.mean(rows["agent"]))
+
+
+NAME = "MetisAllocation-v0"
+#: Card families the exact-replay test plays: 16 GPUs (fast) and a 128-GPU cluster.
+REPLAY_FAMILIES = ("synthetic-16", "alibaba")
+
+
+def test_shipped_card_covers_every_family_and_its_ratios_follow_its_seeds() -> None:
+    card = pretrained_info(NAME)
+    assert card["env_id"] == METIS
+    assert card["env_kwargs"] == {"observation": "scale_free_hints", "action": "hints"}
+    test = card["test_families"]
+    assert test["split"] == "test" and len(test["seeds"]) >= 10
+    assert set(test["families"]) == set(family_names("metis"))
+    for fam, row in test["families"].items():
+        auc = row["quality_auc"]
+        best = max((p for p in auc if p != "agent"), key=lambda p: np.mean(auc[p]))
+        assert row["best_heuristic"] == best, fam
+        assert row["agent_to_best"] == pytest.approx(np.mean(auc[best]) / np.mean(auc["agent"]))
+        assert row["agent_to_reference"] == pytest.approx(
+            np.mean(auc["slaq"]) / np.mean(auc["agent"])
+        )
+        assert len(auc["agent"]) == len(test["seeds"])
+    assert "train_pretrained.sh" in card["train_command"] and card["train_wall_s"] > 0
+
+
+def test_shipped_card_numbers_come_back_exactly_from_their_seeds() -> None:
+    card = pretrained_info(NAME)
+    seeds = card["test_families"]["seeds"]
+    agent = make_agent(f"pretrained:{NAME}")
+    assert isinstance(agent, Sb3Agent) and agent.action == "hints"
+    for fam in REPLAY_FAMILIES:
+        row = card["test_families"]["families"][fam]["quality_auc"]
+        # The registry's path: the env built with the card's observation and action.
+        kwargs = agent_env_kwargs(agent, {"family": fam, "split": "test"})
+        env = gym.make(card["env_id"], **kwargs)
+        agent.fit_env(env)
+        played = [rollout(env, agent, s).metrics["quality_auc"] for s in seeds]
+        assert played == row["agent"], fam
+        plain = gym.make(METIS, family=fam, split="test")
+        slaq_agent = HeuristicAgent(plain.unwrapped.policy("slaq"))
+        slaq = [rollout(plain, slaq_agent, s).metrics["quality_auc"] for s in seeds]
+        assert slaq == row["slaq"], fam
+    # The card writer's own path gives the same numbers.
+    fam = REPLAY_FAMILIES[0]
+    again = replay(card, fam, seeds[:3], PRETRAINED_DIR / f"{NAME}.zip")
+    assert again == card["test_families"]["families"][fam]["quality_auc"]["agent"][:3]
