@@ -82,12 +82,25 @@ def _suite_kwargs(env_id: str, family: str) -> dict[str, Any]:
 
 
 def test_the_card_names_the_observation_of_sb3_and_pretrained_agents(
-    set_dir: Path, monkeypatch: pytest.MonkeyPatch
+    set_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     assert make_agent(f"sb3:{set_dir / 'MoldableScheduling-v0.zip'}").observation == "scale_free"
-    shipped = make_agent("pretrained:MetisAllocation-v0")  # its card sets no observation
-    assert shipped.observation is None
-    assert agent_env_kwargs(shipped, {"family": "pollux"}) == {"family": "pollux"}
+    bare = tmp_path / "bare"  # a card that sets no observation: the caller's stays
+    bare.mkdir()
+    (bare / "MoldableScheduling-v0.zip").write_bytes(
+        (set_dir / "MoldableScheduling-v0.zip").read_bytes()
+    )
+    card = {"env_id": MOLDABLE, "env_kwargs": {"preset": "default"}, "algo": "maskable_ppo"}
+    (bare / "MoldableScheduling-v0.json").write_text(json.dumps(card))
+    plain = make_agent(f"sb3:{bare / 'MoldableScheduling-v0.zip'}")
+    assert plain.observation is None
+    assert agent_env_kwargs(plain, {"family": "pollux"}) == {"family": "pollux"}
+    shipped = make_agent("pretrained:MetisAllocation-v0")  # observation and action settings
+    assert agent_env_kwargs(shipped, {"family": "pollux"}) == {
+        "family": "pollux",
+        "observation": "scale_free_hints",
+        "action": "hints",
+    }
     shipped = make_agent("pretrained:MoldableScheduling-v0")  # the generalist's card does
     assert shipped.observation == "scale_free_hints"
     assert agent_env_kwargs(shipped, {"family": "pollux"}) == {
