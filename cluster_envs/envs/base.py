@@ -152,13 +152,16 @@ class ClusterEnvBase(gym.Env):
         decoded, invalid, forced = self._decode_action(action)
         self.num_invalid_actions += int(invalid)
         self.num_forced_actions += int(forced)
-        outcome = self._outcome = self._take_action(decoded)
-        components = self._reward_components()
-        reward = 0.0
+        return self._finish(self._take_action(decoded), invalid)
+
+    def _finish(self, outcome: Outcome, invalid: bool, mask: np.ndarray | None = None) -> Any:
+        """The step's return once its action is applied: the weighted reward, observation
+        and info (``mask``: the action mask if the caller has it; the envs' short paths)."""
+        self._outcome, components, reward = outcome, self._reward_components(), 0.0
         for k, (name, weight) in enumerate(self.reward_weights.items()):
             term = weight * components[name]
             reward = term if k == 0 else reward + term
-        obs, info = self._get_obs(), self._info(components, invalid)
+        obs, info = self._get_obs(), self._info(components, invalid, mask)
         self._last = (obs, info)
         return obs, float(reward), outcome.terminated, outcome.truncated, info
 
@@ -236,19 +239,14 @@ class ClusterEnvBase(gym.Env):
                 f"{type(self).__name__}.{method}() called before reset(); call env.reset() first"
             )
 
-    def _info(self, components: dict[str, float], invalid: bool) -> dict[str, Any]:
+    def _info(self, components: dict[str, float], invalid: bool,
+              mask: np.ndarray | None = None) -> dict[str, Any]:  # fmt: skip
         sim = self.sim
-        info = {
-            "action_mask": self.action_masks(),
-            "invalid_action": invalid,
-            "num_invalid_actions": self.num_invalid_actions,
-            "num_forced_actions": self.num_forced_actions,
-            "reward_components": components,
-            "time_s": sim.now_s,
-            "num_queued": len(sim.queue),
-            "num_running": len(sim.active),
-            **self._extra_info(),
-        }
+        info = {"action_mask": self.action_masks() if mask is None else mask,
+                "invalid_action": invalid, "num_invalid_actions": self.num_invalid_actions,
+                "num_forced_actions": self.num_forced_actions, "reward_components": components,
+                "time_s": sim.now_s, "num_queued": len(sim.queue), "num_running": len(sim.active),
+                **self._extra_info()}  # fmt: skip
         if self._outcome.ended:
             info["episode_metrics"] = self.episode_metrics()
         return info

@@ -85,27 +85,8 @@ class MetisAllocationDiscreteEnv(MetisAllocationEnv):
         if sum(counts) >= gpus or counts[action] >= self._slot_limits(sim)[action]:
             return super().step(action)  # not allowed: the base step's invalid action
         self.pending[action] += 1
-        components = self._reward_components()
-        reward = 0.0
-        for k, (name, weight) in enumerate(self.reward_weights.items()):
-            term = weight * components[name]
-            reward = term if k == 0 else reward + term
         self._changed = action
-        obs = self._get_obs()
-        mask = self._mask_of(sim, sum(counts) + 1 >= gpus)
-        info = {
-            "action_mask": mask,
-            "invalid_action": False,
-            "num_invalid_actions": self.num_invalid_actions,
-            "num_forced_actions": self.num_forced_actions,
-            "reward_components": components,
-            "time_s": sim.now_s,
-            "num_queued": len(sim.queue),
-            "num_running": len(sim.active),
-            **self._extra_info(),
-        }
-        self._last = (obs, info)
-        return obs, float(reward), False, False, info
+        return self._finish(DECISION, False, self._mask_of(sim, sum(counts) + 1 >= gpus))
 
     def _action_mask(self) -> np.ndarray:
         """Which actions are allowed now (the end-slice action is last)."""

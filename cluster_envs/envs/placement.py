@@ -144,25 +144,7 @@ class JobPlacementEnv(ClusterEnvBase):
         if not free[action] > counts[action] or sum(counts) + 1 >= sim.jobs[self._head()].num_gpus:
             return super().step(action)  # refused, or the job's last GPU: it starts
         tentative[action] += 1
-        components = self._reward_components()
-        reward = 0.0
-        for k, (name, weight) in enumerate(self.reward_weights.items()):
-            term = weight * components[name]
-            reward = term if k == 0 else reward + term
-        obs = self._get_obs()
-        info = {
-            "action_mask": self._action_mask(),
-            "invalid_action": False,
-            "num_invalid_actions": self.num_invalid_actions,
-            "num_forced_actions": self.num_forced_actions,
-            "reward_components": components,
-            "time_s": sim.now_s,
-            "num_queued": len(sim.queue),
-            "num_running": len(sim.active),
-            **self._extra_info(),
-        }
-        self._last = (obs, info)
-        return obs, float(reward), False, False, info
+        return self._finish(DECISION, False)
 
     # ------------------------------------------------------------------ hooks
     def _on_reset(self) -> None:
