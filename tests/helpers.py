@@ -2,9 +2,17 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import Any
 
+import numpy as np
+
+from cluster_envs.policies import make_policy
+from cluster_envs.sim.engine import Simulator
+from cluster_envs.sim.fork import settle
 from cluster_envs.types import JobKind, JobSpec
+from cluster_envs.workload import synthetic_workload
 
 
 @dataclass(frozen=True)
@@ -55,3 +63,27 @@ def make_job(
         total_iterations=iterations,
         speed=speed or SpreadPenaltySpeed(),  # type: ignore[arg-type]
     )
+
+
+def fifo_decisions(count: int, cluster: str, seed: int, probs: dict[int, float]) -> Iterator[Any]:
+    """The first ``count`` FIFO head-of-line decisions (view, job, free GPUs) of a 12-job
+    synthetic episode at load 2 on ``cluster`` (GPU demands drawn from ``probs``)."""
+    wl = synthetic_workload(
+        num_jobs=12, cluster=cluster, seed=seed, load=2.0, gpu_demand_probs=probs
+    )
+    sim = Simulator(wl.jobs, cluster, {"node_interference": 0.1}, seed=0)
+    driver = make_policy("fifo")
+    driver.reset(0)
+    found = 0
+    while not sim.done and found < count:
+        sim.step()
+        if not sim.queue:
+            continue
+        view = sim.view()
+        job = view.queue[0]
+        free = np.asarray(view.free_gpus)
+        if free.sum() >= job.num_gpus:
+            yield view, job, free
+            found += 1
+        settle(sim, driver)
+    assert found == count

@@ -2,40 +2,12 @@
 
 from __future__ import annotations
 
-import numpy as np
 import pytest
+from helpers import fifo_decisions
 
 from baselines.placement import online
 from baselines.placement.online import BOPlacement, BOScheduler
 from cluster_envs.errors import ConfigError
-from cluster_envs.policies import make_policy
-from cluster_envs.sim.engine import Simulator
-from cluster_envs.sim.fork import settle
-from cluster_envs.workload import synthetic_workload
-
-
-def _decisions(count: int, cluster: str, seed: int, probs: dict[int, float]):
-    """The first ``count`` FIFO head-of-line decisions (view, job, free GPUs) of an episode."""
-    wl = synthetic_workload(
-        num_jobs=12, cluster=cluster, seed=seed, load=2.0, gpu_demand_probs=probs
-    )
-    sim = Simulator(wl.jobs, cluster, {"node_interference": 0.1}, seed=0)
-    driver = make_policy("fifo")
-    driver.reset(0)
-    found = 0
-    while not sim.done and found < count:
-        sim.step()
-        if not sim.queue:
-            continue
-        view = sim.view()
-        job = view.queue[0]
-        free = np.asarray(view.free_gpus)
-        if free.sum() >= job.num_gpus:
-            yield view, job, free
-            found += 1
-        settle(sim, driver)
-    assert found == count
-
 
 # Loose settings (no margin, no fragmentation or spread guard) so the placer moves often.
 LOOSE = {"improvement_margin": 0.0, "fragmentation_weight": 0.0, "max_extra_nodes": None}
@@ -62,7 +34,7 @@ def _prefer_spread(placer: BOPlacement) -> BOPlacement:
 def test_spread_guard_never_uses_more_nodes_than_first_fit(anchor: str) -> None:
     spread = 0
     for seed in (1, 2):
-        for view, job, free in _decisions(6, "hetero-small", seed, {2: 0.4, 4: 0.6}):
+        for view, job, free in fifo_decisions(6, "hetero-small", seed, {2: 0.4, 4: 0.6}):
             first_fit = online.WARM_START[0].place(view, job, job.num_gpus, free)
             assert first_fit is not None
             loose = _prefer_spread(BOPlacement("gp-ei", budget=6, anchor=anchor, **LOOSE))
@@ -81,7 +53,7 @@ def test_spread_guard_never_uses_more_nodes_than_first_fit(anchor: str) -> None:
 
 def test_spread_guard_allows_the_given_extra_nodes() -> None:
     wider = 0
-    for view, job, free in _decisions(6, "hetero-small", 2, {2: 0.4, 4: 0.6}):
+    for view, job, free in fifo_decisions(6, "hetero-small", 2, {2: 0.4, 4: 0.6}):
         first_fit = online.WARM_START[0].place(view, job, job.num_gpus, free)
         assert first_fit is not None
         placer = _prefer_spread(BOPlacement("gp-ei", budget=6, max_extra_nodes=1, **GUARD))
@@ -99,7 +71,7 @@ EPISODE = {1: 0.6, 4: 0.4}
 def test_spread_guard_acts_only_on_clusters_up_to_its_node_count() -> None:
     """``spread_guard_nodes``: on a cluster with more nodes the placer spreads as before."""
     wider = 0
-    for view, job, free in _decisions(6, "hetero-small", 2, {2: 0.4, 4: 0.6}):
+    for view, job, free in fifo_decisions(6, "hetero-small", 2, {2: 0.4, 4: 0.6}):
         nodes = len(free)
         off = _prefer_spread(BOPlacement("gp-ei", budget=6, **LOOSE))
         big_only = dict(GUARD, spread_guard_nodes=nodes - 1)
@@ -128,7 +100,7 @@ def _rescored_run(draws: int, quorum: float, noise: float, seed: int = 0):
         seed=seed, fragmentation_weight=0.0, max_extra_nodes=None,
     )  # fmt: skip
     out = []
-    for view, job, free in _decisions(8, "small", 2, EPISODE):
+    for view, job, free in fifo_decisions(8, "small", 2, EPISODE):
         out.append(placer.place(view, job, job.num_gpus, free))
     return out, placer
 
@@ -146,7 +118,7 @@ def test_rescoring_is_deterministic_for_a_seed_and_can_veto_a_move() -> None:
     # ... and a vetoed decision keeps consolidated first-fit.
     firsts = [
         online.WARM_START[0].place(view, job, job.num_gpus, free)
-        for view, job, free in _decisions(8, "small", 2, EPISODE)
+        for view, job, free in fifo_decisions(8, "small", 2, EPISODE)
     ]
     for got, nominal, first in zip(a, plain, firsts, strict=True):
         assert got in (nominal, first)

@@ -4,16 +4,13 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from helpers import fifo_decisions
 
 from baselines.placement import online
 from baselines.placement.cost import PlacementCost
 from baselines.placement.greedy import GREEDY
 from baselines.placement.methods import run_method
 from baselines.placement.presets import make_instance
-from cluster_envs.policies import make_policy
-from cluster_envs.sim.engine import Simulator
-from cluster_envs.sim.fork import settle
-from cluster_envs.workload import synthetic_workload
 
 
 @pytest.mark.parametrize(
@@ -29,32 +26,9 @@ def test_offline_warm_start_is_never_worse_than_the_best_greedy(method: str, see
     assert result.costs_s[: len(GREEDY)] == [cost(g(instance)) for g in GREEDY.values()]
 
 
-def _online_decisions(count: int, cluster: str, seed: int, probs: dict[int, float]):
-    """The first ``count`` FIFO head-of-line decisions (view, job, free GPUs) of an episode."""
-    wl = synthetic_workload(
-        num_jobs=12, cluster=cluster, seed=seed, load=2.0, gpu_demand_probs=probs
-    )
-    sim = Simulator(wl.jobs, cluster, {"node_interference": 0.1}, seed=0)
-    driver = make_policy("fifo")
-    driver.reset(0)
-    found = 0
-    while not sim.done and found < count:
-        sim.step()
-        if not sim.queue:
-            continue
-        view = sim.view()
-        job = view.queue[0]
-        free = np.asarray(view.free_gpus)
-        if free.sum() >= job.num_gpus:
-            yield view, job, free
-            found += 1
-        settle(sim, driver)
-    assert found == count
-
-
 def test_online_best_greedy_anchor_is_never_worse_than_the_greedy_placers() -> None:
     """The setting before issue 17 (``UNANCHORED``): never worse than any greedy placer."""
-    for view, job, free in _online_decisions(4, "hetero-small", 2, {2: 0.5, 4: 0.5}):
+    for view, job, free in fifo_decisions(4, "hetero-small", 2, {2: 0.5, 4: 0.5}):
         placer = online.BOPlacement("gp-ei", budget=6, **online.UNANCHORED)
         project = placer._projection(view, job, job.num_gpus, free)
         chosen = placer.place(view, job, job.num_gpus, free)
@@ -68,7 +42,7 @@ def test_online_first_fit_anchor_moves_only_for_the_margin(margin: float, moves:
     projected at least ``margin`` cheaper; never worse than first-fit by projection."""
     moved = 0
     # On this episode some decisions have a candidate projected > 5% cheaper than first-fit.
-    for view, job, free in _online_decisions(8, "small", 2, {1: 0.3, 2: 0.3, 4: 0.4}):
+    for view, job, free in fifo_decisions(8, "small", 2, {1: 0.3, 2: 0.3, 4: 0.4}):
         placer = online.BOPlacement(
             "gp-ei", budget=6, improvement_margin=margin, fragmentation_weight=0.0
         )
@@ -139,7 +113,7 @@ def test_fragmentation_guard_keeps_first_fit_instead_of_breaking_whole_nodes(see
     share of the cluster; moves that break none are unchanged; and on these episodes it
     does change a decision (the unguarded placer spreads a job onto a whole node)."""
     changed = 0
-    for view, job, free in _online_decisions(8, "small", seed, {1: 0.6, 4: 0.4}):
+    for view, job, free in fifo_decisions(8, "small", seed, {1: 0.6, 4: 0.4}):
         first_fit = online.WARM_START[0].place(view, job, job.num_gpus, free)
         assert first_fit is not None
         free0 = free.copy()
