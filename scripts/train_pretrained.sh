@@ -16,6 +16,11 @@ ENV=${ENV:-cluster_envs/MoldableScheduling-v0}
 ALGO=${ALGO:-maskable_ppo}
 NAME=${ENV#*/}
 RUN=${RUN:-runs/pretrained-$NAME}
+# A generalist's run directory: removed first with FORCE=1, else it must not exist yet.
+fresh_run() {
+    if [ -n "${FORCE:-}" ]; then rm -rf "$RUN"; fi
+    if [ -e "$RUN" ]; then echo "$RUN exists (FORCE=1 to overwrite)" >&2; exit 2; fi
+}
 if [ "$ENV" = "cluster_envs/MoldableScheduling-v0" ] && [ "${RECIPE:-}" != "specialist" ]; then
     # The shipped moldable agent is the issue-13 generalist (agents/generalist.py --env
     # moldable --hints): MaskablePPO + SetPolicy on scale-free observations with heuristic
@@ -30,8 +35,7 @@ if [ "$ENV" = "cluster_envs/MoldableScheduling-v0" ] && [ "${RECIPE:-}" != "spec
     RUN=${RUN:-runs/pretrained-$NAME}
     PYTHON=${PYTHON:-.venv/bin/python}
     SEED=${SEED:-0}
-    [ -n "${FORCE:-}" ] && rm -rf "$RUN"
-    [ -e "$RUN" ] && { echo "$RUN exists (FORCE=1 to overwrite)" >&2; exit 2; }
+    fresh_run
     SECONDS=0
     nice -n 10 "$PYTHON" -m agents.generalist train --env moldable --hints --out "$RUN" \
         --family mixed --val-families all --teacher lookahead --pretrain-episodes 20 \
@@ -75,8 +79,7 @@ elif [ "$ENV" = "cluster_envs/MetisAllocation-v0" ]; then
     EPISODES=${EPISODES:-10}
     DAGGER=${DAGGER:-1}
     VAL_FAMILIES=${VAL_FAMILIES:-mixed}
-    [ -n "${FORCE:-}" ] && rm -rf "$RUN"
-    [ -e "$RUN" ] && { echo "$RUN exists (FORCE=1 to overwrite)" >&2; exit 2; }
+    fresh_run
     SECONDS=0
     nice -n 10 "$PYTHON" -m agents.generalist train --env metis --out "$RUN" \
         --family mixed --val-families "$VAL_FAMILIES" --teacher "$TEACHER" \
@@ -104,8 +107,7 @@ if [ "$ENV" = "cluster_envs/JobPlacement-v0" ]; then
     RUN=${RUN:-runs/pretrained-$NAME}
     PYTHON=${PYTHON:-.venv/bin/python}
     SEED=${SEED:-0}
-    [ -n "${FORCE:-}" ] && rm -rf "$RUN"
-    [ -e "$RUN" ] && { echo "$RUN exists (FORCE=1 to overwrite)" >&2; exit 2; }
+    fresh_run
     SECONDS=0
     nice -n 10 "$PYTHON" -m agents.generalist train --env placement --out "$RUN" \
         --family mixed --val-families all --pretrain-episodes 30 --pretrain-epochs 20 \
