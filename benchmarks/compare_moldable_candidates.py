@@ -10,6 +10,7 @@ seeds of every family; the across-family figure resamples every family at once).
 
     python benchmarks/compare_moldable_candidates.py --out benchmarks/results/X.md \
         shipped=runs/a/val.json dagger4=runs/b/val.json
+    (``label=a.json+b.json``: the same candidate's files on other seeds, concatenated)
 """
 
 from __future__ import annotations
@@ -26,13 +27,25 @@ DRAWS = 2000
 
 
 def load(spec: str) -> tuple[str, dict[str, Any]]:
-    """``label=path`` -> (label, the evaluate file's contents)."""
-    label, sep, path = spec.partition("=")
-    if not sep or not label or not path:
+    """``label=path[+path...]`` -> (label, the evaluate file's contents; several files of
+    the same split on other seeds are concatenated seed-wise)."""
+    label, sep, paths = spec.partition("=")
+    if not sep or not label or not paths:
         raise SystemExit(f"expected label=path, got {spec!r}")
-    data = json.loads(Path(path).read_text())
-    if "rows" not in data:
-        raise SystemExit(f"{path}: not an agents.generalist evaluate file (no 'rows')")
+    data: dict[str, Any] = {}
+    for path in paths.split("+"):
+        more = json.loads(Path(path).read_text())
+        if "rows" not in more:
+            raise SystemExit(f"{path}: not an agents.generalist evaluate file (no 'rows')")
+        if not data:
+            data = more
+            continue
+        if sorted(more["rows"]) != sorted(data["rows"]) or more["split"] != data["split"]:
+            raise SystemExit(f"{path}: other families or split than {paths.split('+')[0]}")
+        data["seeds"] = list(data["seeds"]) + list(more["seeds"])
+        for fam, res in more["rows"].items():
+            for p, vals in res.items():
+                data["rows"][fam][p] = list(data["rows"][fam][p]) + list(vals)
     return label, data
 
 
