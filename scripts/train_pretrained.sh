@@ -67,17 +67,19 @@ elif [ "$ENV" = "cluster_envs/MetisAllocation-v0" ]; then
     # The Metis generalist (issue 13, agents/generalist.py --env metis): MaskablePPO +
     # SetPolicy on scale-free observations with each option's GPU count, acting through
     # the cluster-free action="hints" (per slot: follow slaq/optimus/tiresias/fair, keep,
-    # pause). Cloned on the `mixed` family's train split from TEACHER (default slaq, the
-    # best single heuristic; TEACHER=lookahead: the quality lookahead over those
-    # heuristics on believed forks, agents/teacher.py), 10 demonstration episodes + 1
-    # DAgger round, 20 epochs, no PPO; checkpoint scored on VAL_FAMILIES' validation
-    # splits (default mixed; 'all': every family) against the best heuristic there; then
-    # every family's test split (seeds 100-109) on its card. ~6 min on the shared machine.
+    # pause). Cloned on the `mixed` family's train split from TEACHER (default switch:
+    # SLAQ's options unless SLAQ would leave a slot job at 0 GPUs, then Tiresias's,
+    # agents/teacher.py StarvationSwitch; TEACHER=slaq: the agent shipped before;
+    # TEACHER=lookahead: the quality lookahead over those heuristics on believed forks),
+    # 10 demonstration episodes + 2 DAgger rounds of 10, 20 epochs, no PPO; checkpoint
+    # scored on VAL_FAMILIES' validation splits (default mixed; 'all': every family)
+    # against the best heuristic there; then every family's test split (seeds 100-109) on
+    # its card. Training: 957 s wall on the shared 2-core machine (load 8-10).
     PYTHON=${PYTHON:-.venv/bin/python}
     SEED=${SEED:-0}
-    TEACHER=${TEACHER:-slaq}
+    TEACHER=${TEACHER:-switch}
     EPISODES=${EPISODES:-10}
-    DAGGER=${DAGGER:-1}
+    DAGGER=${DAGGER:-2}
     VAL_FAMILIES=${VAL_FAMILIES:-mixed}
     fresh_run
     SECONDS=0

@@ -1,0 +1,60 @@
+"""The starvation-switch teacher on MetisAllocation's options (agents/teacher.py, issue 13)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+import pytest
+
+import cluster_envs  # noqa: F401  (registers the envs)
+from agents.teacher import StarvationSwitch, make_teacher
+from cluster_envs.envs.metis_hints import OPTIONS, PAUSE
+from cluster_envs.envs.rollout import rollout
+from cluster_envs.errors import ConfigError
+
+METIS = "cluster_envs/MetisAllocation-v0"
+#: 16 GPUs, 8 slots: SLAQ leaves some slot jobs at 0 GPUs in these episodes.
+KWARGS: dict[str, Any] = {"preset": "toy"}
+
+
+class Checked:
+    """Plays ``teacher`` and checks every action against the rule it states."""
+
+    def __init__(self, teacher: StarvationSwitch) -> None:
+        self.teacher, self.branches = teacher, {"slaq": 0, "tiresias": 0}
+
+    def reset(self, seed: int | None) -> None:
+        self.teacher.reset(seed)
+
+    def act(self, env: gym.Env, obs: np.ndarray, info: dict[str, Any]) -> np.ndarray:
+        base: Any = env.unwrapped
+        action = self.teacher.act(env, obs, info)
+        table = base.hints.table(base.sim, base.slots)
+        present = np.array([j is not None for j in base.slots])
+        name = "tiresias" if (present & (table[OPTIONS.index("slaq")] == 0)).any() else "slaq"
+        mask = base.action_masks().reshape(-1, len(OPTIONS))
+        want = np.where(mask[:, OPTIONS.index(name)], OPTIONS.index(name), PAUSE)
+        np.testing.assert_array_equal(action, want)
+        self.branches[name] += 1
+        return action
+
+
+def test_switch_plays_tiresias_exactly_when_slaq_would_starve_a_slot() -> None:
+    env = gym.make(METIS, action="hints", observation="scale_free_hints", **KWARGS)
+    checked = Checked(make_teacher("switch", METIS, env.unwrapped))
+    aucs = {s: rollout(env, checked, seed=s).metrics["quality_auc"] for s in (3, 4)}
+    assert min(checked.branches.values()) > 0  # both branches are taken
+    for name in ("slaq", "tiresias"):  # and the switch is neither heuristic alone
+        follow = make_teacher(name, METIS, env.unwrapped)
+        assert {s: rollout(env, follow, seed=s).metrics["quality_auc"] for s in aucs} != aucs
+
+
+def test_switch_names_are_checked() -> None:
+    env = gym.make(METIS, action="hints", preset="toy")
+    assert make_teacher("switch:fair,optimus", METIS, env.unwrapped).name == "switch:fair,optimus"
+    with pytest.raises(ConfigError, match="nope"):
+        make_teacher("switch:slaq,nope", METIS, env.unwrapped)
+    with pytest.raises(ConfigError, match="action='hints'"):
+        make_teacher("switch", METIS, gym.make(METIS, preset="toy").unwrapped)
