@@ -26,6 +26,7 @@ from cluster_envs.sim.observers import CALLBACKS, bound_callbacks
 from cluster_envs.sim.ordering import submission_rank
 from cluster_envs.sim.queue import JobQueue
 from cluster_envs.sim.rates import RateModel
+from cluster_envs.sim.rerate import refresh_rates
 from cluster_envs.sim.state_api import SimulatorState
 from cluster_envs.sim.view import ClusterView, build_view
 from cluster_envs.types import Decision, JobSpec, JobState, Placement, Preempt
@@ -223,14 +224,8 @@ class Simulator(SimulatorState):
 
     def _refresh_rates(self, jobs: set[int]) -> None:
         """Recompute the rates of running ``jobs`` after their neighbours changed."""
-        if not jobs:
-            return
-        state, rates, placements = self._state, self._rate, self._placement
-        for k in sorted(jobs):
-            if state.item(k) == _RUNNING:
-                rate = self._rate_of(k, placements[k])
-                if rate != rates.item(k):
-                    self._set_rate(k, rate)
+        if jobs:  # _rate_of and _set_rate per job, inlined (the same values)
+            refresh_rates(self, jobs, PROGRESS_EPS)
 
     def _release(self, j: int) -> None:
         self._sync_progress(j)
