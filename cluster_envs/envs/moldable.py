@@ -259,7 +259,12 @@ class MoldableSchedulingEnv(ClusterEnvBase):
     def _start(self, action: int) -> None:
         k, i = divmod(action, len(self.levels))
         j = self._window_ids()[k]
-        self.sim.apply(Decision((Allocate(j, self.place(j, self.levels[i])),)))
+        placement = self.place(j, self.levels[i])
+        if type(self.placement_policy) is ConsolidatedPlacement:  # feasible as built: a
+            # masked level of the job's range on free GPUs; apply()'s normalised tuple
+            self.sim.start_queued(j, tuple(sorted((int(n), int(g)) for n, g in placement)))
+        else:
+            self.sim.apply(Decision((Allocate(j, placement),)))
         self._note_occupancy()
 
     def place(self, job_id: int, num_gpus: int) -> tuple[tuple[int, int], ...]:

@@ -162,7 +162,9 @@ class JobPlacementEnv(ClusterEnvBase):
         )
         self._tentative[:] = 0
         self._plan = []
-        self.sim.apply(Decision((Allocate(head, placement),)))
+        # apply(Decision((Allocate(head, placement),))) without the objects and checks:
+        # allowed actions keep the counts within the free GPUs, the sum is the request
+        self.sim.start_queued(head, placement)
         self._note_occupancy()
         return self._advance(min_one_event=False)
 

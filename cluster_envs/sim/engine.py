@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -26,12 +25,10 @@ from cluster_envs.sim.observers import CALLBACKS, bound_callbacks
 from cluster_envs.sim.ordering import submission_rank
 from cluster_envs.sim.queue import JobQueue
 from cluster_envs.sim.rates import RateModel
+from cluster_envs.sim.rerate import PROGRESS_EPS, RateRefresh
 from cluster_envs.sim.state_api import SimulatorState
 from cluster_envs.sim.view import ClusterView, build_view
 from cluster_envs.types import Decision, JobSpec, JobState, Placement, Preempt
-
-#: Progress within this many iterations of the total counts as complete (float noise).
-PROGRESS_EPS = 1e-9
 
 # Plain ints: an IntEnum member looked up on its class costs an enum __getattr__ call.
 _PENDING, _QUEUED = int(JobState.PENDING), int(JobState.QUEUED)
@@ -39,7 +36,7 @@ _RESCALING, _RUNNING = int(JobState.RESCALING), int(JobState.RUNNING)
 _FINISHED = int(JobState.FINISHED)
 
 
-class Simulator(SimulatorState):
+class Simulator(RateRefresh, SimulatorState):
     """A GPU cluster, a list of jobs, and time.
 
     Args:
@@ -221,17 +218,6 @@ class Simulator(SimulatorState):
         done = self._progress.item(j) / self._total.item(j)
         return self._rates.rate_of(j, self._speeds[j], placement, int(self._batch_size[j]), done)
 
-    def _refresh_rates(self, jobs: set[int]) -> None:
-        """Recompute the rates of running ``jobs`` after their neighbours changed."""
-        if not jobs:
-            return
-        state, rates, placements = self._state, self._rate, self._placement
-        for k in sorted(jobs):
-            if state.item(k) == _RUNNING:
-                rate = self._rate_of(k, placements[k])
-                if rate != rates.item(k):
-                    self._set_rate(k, rate)
-
     def _release(self, j: int) -> None:
         self._sync_progress(j)
         for callback in self._on["on_release"]:
@@ -320,27 +306,17 @@ class Simulator(SimulatorState):
         if placement == self._placement[j] and self._state[j] == _RUNNING:
             self._set_rate(j, self._rate_of(j, placement))
 
-    def believe_estimates(self) -> int:
-        """Make this fork the world its scheduler believes in: queued and running jobs last
-        their current (frozen) estimates, future arrivals are dropped (returns how many).
-        Never call it on the simulator an env or runner is driving."""
-        ids = np.array([*self._jobq.ids, *self._active], dtype=np.int64)
-        totals = self._estimator.freeze(ids)
-        frozen = {}
-        for j, total in zip(ids.tolist(), totals, strict=True):
-            frozen[j] = replace(self._jobs[j], total_iterations=max(float(total), 1e-9))
-            self._total[j] = frozen[j].total_iterations
-        replace_jobs = getattr(self._jobs, "replace_jobs", None)
-        if replace_jobs is not None:  # a lazy table: the same jobs, these replaced
-            self._jobs = replace_jobs(frozen)
-        else:
-            self._jobs = tuple(frozen.get(j, job) for j, job in enumerate(self._jobs))
-        dropped = self._events.drop_arrivals()
-        for j in self._active:
-            if self._state[j] == _RUNNING:
-                self._set_rate(int(j), float(self._rate[j]))  # re-key its completion
+    def start_queued(self, j: int, placement: Placement) -> None:
+        """``apply(Decision((Allocate(j, placement),)))`` for queued job ``j`` on a
+        ``placement`` its caller built feasible: sorted by node, plain ints, free GPUs,
+        within the job's range (an env's own start). The same changes and callbacks,
+        without the decision objects and their validation."""
+        cfg = self._config
+        cost = cfg.restart_cost_s if self._num_restarts[j] > 0 else cfg.start_cost_s
+        self._start(j, placement, cost)
         self._state_version += 1
-        return dropped
+        for callback in self._on["on_decision"]:
+            callback(self, 1)
 
     def view(self) -> ClusterView:  # an immutable snapshot of the state for a policy
         return build_view(self)

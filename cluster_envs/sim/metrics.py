@@ -199,6 +199,27 @@ def _unit_job(job: JobSpec) -> JobSpec:
     return replace(job, total_iterations=1.0)
 
 
+def _percentiles(values: list[float]) -> list[float]:
+    """``np.percentile(values, (50, 95, 99)).tolist()`` (method "linear") in plain floats:
+    numpy's virtual indexes, neighbours, gamma and two-sided lerp, the same operations
+    in the same order (equal on random arrays); numpy itself for any NaN."""
+    if any(v != v for v in values):
+        return np.percentile(values, (50, 95, 99)).tolist()
+    ordered, n, out = sorted(values), len(values), []
+    for q in (50 / 100, 95 / 100, 99 / 100):
+        virtual = (n - 1) * q
+        if virtual >= n - 1:  # numpy: both neighbours the last value, index -1
+            prev = nxt = -1
+        else:
+            prev = math.floor(virtual)
+            nxt = prev + 1
+        gamma = virtual - prev
+        a, b = ordered[prev], ordered[nxt]
+        diff = b - a
+        out.append(b - diff * (1 - gamma) if gamma >= 0.5 else a + diff * gamma)
+    return out
+
+
 def compute_metrics(sim: Simulator) -> dict[str, float]:
     """Every metric of the episode so far (finished jobs; unfinished are counted)."""
     finished = ~np.isnan(sim.finish_s)
@@ -215,7 +236,7 @@ def compute_metrics(sim: Simulator) -> dict[str, float]:
     start = float(submit.min()) if len(submit) else 0.0
     if n_done:
         makespan = float(sim.finish_s[finished].max()) - start
-        p50, p95, p99 = np.percentile(jct, (50, 95, 99)).tolist()  # each as if alone
+        p50, p95, p99 = _percentiles(jct.tolist())  # each as if alone
         metrics.update(
             avg_jct_s=float(jct.mean()),
             p50_jct_s=p50,

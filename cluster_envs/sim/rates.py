@@ -5,12 +5,34 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from cluster_envs.errors import ConfigError
+from cluster_envs.perf.throughput import PolluxThroughput
 
 if TYPE_CHECKING:
     from cluster_envs.perf.speed import SpeedModel
     from cluster_envs.sim.contention import Contention
     from cluster_envs.sim.inventory import GpuInventory
     from cluster_envs.types import Placement
+
+
+#: Process-wide ``(speed model, shape, compute, network) -> rate`` of the frozen Pollux
+#: models: keyed by the model's value (equal models give equal rates, bit for bit), so
+#: the episodes of one process share it (each episode's models are new objects).
+_SHARED: dict[tuple[PolluxThroughput, tuple[int, ...], float, float], float] = {}
+#: Entries kept at most (then it starts over).
+SHARED_MAX = 1 << 18
+
+
+def _throughput(speed: SpeedModel, shape: tuple[int, ...], compute: float, network: float) -> float:
+    """``speed.throughput(shape, compute, network)``, from the shared table for a Pollux model."""
+    if type(speed) is not PolluxThroughput:
+        return speed.throughput(shape, compute, network)
+    key = (speed, shape, compute, network)
+    rate = _SHARED.get(key)
+    if rate is None:
+        if len(_SHARED) >= SHARED_MAX:
+            _SHARED.clear()
+        rate = _SHARED[key] = speed.throughput(shape, compute, network)
+    return rate
 
 
 class RateModel:
@@ -87,7 +109,7 @@ class RateModel:
         key = (id(speed), shape, compute, network)
         rate = self._cache.get(key)
         if rate is None:
-            rate = speed.throughput(shape, compute, network)
+            rate = _throughput(speed, shape, compute, network)
             if not rate > 0:
                 raise ConfigError(f"job {j}: speed model gave throughput {rate} for {shape}")
             self._cache[key] = rate

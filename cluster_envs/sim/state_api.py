@@ -11,6 +11,7 @@ windows over the copied storage.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
 from operator import itemgetter
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
@@ -39,6 +40,7 @@ _JOB_ARRAYS = (
 )  # fmt: skip
 
 _PENDING, _FINISHED = int(JobState.PENDING), int(JobState.FINISHED)
+_RUNNING = int(JobState.RUNNING)
 #: Static integer job fields of :meth:`SimulatorState.job_table`, in its column order.
 _SPEC_INTS = ("num_gpus", "min_gpus", "max_gpus", "batch_size")
 #: Which JobState codes a scheduler may look at (queued, rescaling, running).
@@ -85,6 +87,8 @@ class SimulatorState:
     _state_version: int
 
     def _sync_progress(self, j: int) -> None: ...  # the engine's
+
+    def _set_rate(self, j: int, rate: float) -> None: ...  # the engine's
 
     cluster: ClusterConfig = read_only("_cluster", "The cluster configuration.")
     config: SimConfig = read_only("_config", "The simulator settings.")
@@ -237,6 +241,28 @@ class SimulatorState:
         self._events.set_arrivals(ids, np.array([specs[j].submit_time_s for j in specs]))
         self.__dict__.pop("_last_rows", None)
         self._state_version += 1
+
+    def believe_estimates(self) -> int:
+        """Make this fork the world its scheduler believes in: queued and running jobs last
+        their current (frozen) estimates, future arrivals are dropped (returns how many).
+        Never call it on the simulator an env or runner is driving."""
+        ids = np.array([*self._jobq.ids, *self._active], dtype=np.int64)
+        totals = self._estimator.freeze(ids)
+        frozen = {}
+        for j, total in zip(ids.tolist(), totals, strict=True):
+            frozen[j] = replace(self._jobs[j], total_iterations=max(float(total), 1e-9))
+            self._total[j] = frozen[j].total_iterations
+        replace_jobs = getattr(self._jobs, "replace_jobs", None)
+        if replace_jobs is not None:  # a lazy table: the same jobs, these replaced
+            self._jobs = replace_jobs(frozen)
+        else:
+            self._jobs = tuple(frozen.get(j, job) for j, job in enumerate(self._jobs))
+        dropped = self._events.drop_arrivals()
+        for j in self._active:
+            if self._state[j] == _RUNNING:
+                self._set_rate(int(j), float(self._rate[j]))  # re-key its completion
+        self._state_version += 1
+        return dropped
 
     def _spec_columns(self) -> dict[str, Any]:
         """The workload's static job fields as columns (built once, copied with the sim)."""
