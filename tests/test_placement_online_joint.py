@@ -6,6 +6,7 @@ import dataclasses
 
 import numpy as np
 import pytest
+from helpers import make_job
 
 from baselines.placement import online
 from baselines.placement import window as joint
@@ -136,3 +137,48 @@ def test_joint_window_default_is_the_training_chosen_one() -> None:
 def test_bad_joint_options(kwargs: dict, message: str) -> None:
     with pytest.raises(ConfigError, match=message):
         BOScheduler("gp-ei", **kwargs)
+
+
+def _toy_view(later: int):
+    """Four 1-GPU jobs submitted together on ``toy`` (4 x 4 T4), ``later`` more long after."""
+    jobs = [make_job(i, 0.0, 100.0) for i in range(4)]
+    jobs += [make_job(4 + i, 1e6, 100.0) for i in range(later)]
+    sim = Simulator(jobs, "toy", {"node_interference": 0.1}, seed=0)
+    sim.advance_to(0.0)
+    return sim, sim.view()
+
+
+def _prefer_spread_plans(placer: BOPlacement) -> BOPlacement:
+    """A projection that favours plans on more nodes (each node 10 % cheaper)."""
+
+    def projection(view, job, num_gpus, free, scale=None, window=()):
+        size = 1 + len(window)
+
+        def cost(config):
+            placer.num_evaluations += 1
+            return 1000.0 * 0.9 ** len({n for p in config[:size] for n, _ in p})
+
+        return cost
+
+    placer._projection = projection  # type: ignore[method-assign]
+    return placer
+
+
+@pytest.mark.parametrize("later", [0, 2])
+def test_hole_guard_keeps_the_largest_free_block_while_jobs_are_to_arrive(later: int) -> None:
+    _, view = _toy_view(later)
+    policy = BOScheduler("gp-ei", joint_window=4, **{**JOINT, "joint_budget": 300})
+    _prefer_spread_plans(policy.bo)
+    policy.reset(0)
+    decision = policy.decide(view)
+    _check_feasible(view, decision.actions)
+    assert policy.bo.num_joint_moves == 1
+    left = np.asarray(view.free_gpus).copy()
+    for action in decision.actions:
+        for node, gpus in action.placement:
+            left[node] -= gpus
+    nodes = {n for a in decision.actions for n, _ in a.placement}
+    if later:  # first-fit keeps three whole nodes: the plan must keep one
+        assert left.max() == 4 and len(nodes) == 3
+    else:  # nothing is to arrive: the guard is off and the plan spreads over every node
+        assert left.max() == 3 and len(nodes) == 4
