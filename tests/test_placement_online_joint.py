@@ -116,7 +116,8 @@ def test_window_stops_at_the_first_job_that_does_not_fit() -> None:
 
 
 def test_joint_window_default_is_the_training_chosen_one() -> None:
-    assert BOPlacement("gp-ei").joint_window == online.JOINT_WINDOW == 0
+    placer = BOPlacement("gp-ei")
+    assert (placer.joint_window, placer.joint_margin, placer.joint_budget) == (4, 0.05, 10)
 
 
 @pytest.mark.parametrize(
