@@ -16,7 +16,8 @@ Training-split mode (``--split train``, seeds 0-...) is for tuning: never tune o
 ``bo-gp-ei`` runs the code default (anchor consolidated first-fit, 5 % margin, the
 demand-weighted fragmentation guard with weight 1, the spread guard on clusters of at most
 8 nodes; ``{"FRAGMENTATION_WEIGHT": 0}`` / ``{"MAX_EXTRA_NODES": null}`` turn the guards
-off, ``{"RESCORE_DRAWS": 8}`` turns on the robustness re-scoring); the setting before
+off, ``{"RESCORE_DRAWS": 8}`` turns on the robustness re-scoring, ``{"JOINT_WINDOW": 4}`` the
+joint queue-window placement); the setting before
 issue 17 is
 ``--bo-options '{"ANCHOR": "best-greedy", "IMPROVEMENT_MARGIN": 0.02, "FRAGMENTATION_WEIGHT": 0,
 "MAX_EXTRA_NODES": null}'``.
