@@ -141,6 +141,10 @@ class _Timed:
         return value
 
 
+#: Points sampled to maximise the acquisition in an online (per-decision) search.
+ONLINE_ACQ_POINTS = 500
+
+
 def check_method(name: str) -> None:
     """Raise ConfigError for an unknown method name (with the closest name)."""
     if name not in METHODS:
@@ -176,6 +180,37 @@ def check_skopt_options(name: str, options: Mapping[str, Any]) -> None:
     for key in ("n_calls", "n_initial_points", "random_state"):
         if key in options:
             raise ConfigError(f"skopt option {key!r} is set by run_method (use calls / seed)")
+
+
+def online_optimizer(method: str, space: list[Any], seed: int, initial_points: int) -> Any:
+    """A skopt ``Optimizer`` for one online placement search (ask/tell).
+
+    The GP is ``gp_minimize``'s, but without kernel-fit restarts (they dominate a decision);
+    the acquisition is maximised over ``ONLINE_ACQ_POINTS`` sampled points.
+    """
+    from skopt import Optimizer
+
+    kind, options = SKOPT_METHODS[method]
+    estimator: Any = options.get("base_estimator")
+    if kind == "gp":
+        from skopt.utils import cook_estimator, normalize_dimensions
+
+        estimator = cook_estimator(
+            "GP",
+            space=normalize_dimensions(space),
+            random_state=seed,
+            noise="gaussian",
+            n_restarts_optimizer=0,
+        )
+    return Optimizer(
+        space,
+        base_estimator=estimator,
+        acq_func=options["acq_func"],
+        acq_optimizer="sampling",
+        acq_optimizer_kwargs={"n_points": ONLINE_ACQ_POINTS},
+        n_initial_points=initial_points,
+        random_state=seed,
+    )
 
 
 def _skopt(

@@ -12,8 +12,8 @@ pays for it. The policy never reads true job lengths.
 
 Per decision it spends at most ``budget`` evaluations: when the space has no more points
 than that it evaluates every point; otherwise it runs skopt's ask/tell ``Optimizer``
-(``INITIAL_POINTS`` random points first; acquisition maximised over ``ACQ_POINTS``
-sampled points, cheaper than gp_minimize's L-BFGS restarts and enough for a space of at
+(``INITIAL_POINTS`` random points first; acquisition maximised over
+``methods.ONLINE_ACQ_POINTS`` sampled points, cheaper than gp_minimize's L-BFGS restarts and enough for a space of at
 most ``nodes x MAX_SPREAD`` points; the GP's kernel is fitted without restarts).
 
 The projection is noisy (``benchmarks/results/projection_fidelity.md``), so the placer
@@ -62,6 +62,7 @@ from baselines.placement.methods import (
     SKOPT_METHODS,
     check_budget,
     check_method,
+    online_optimizer,
 )
 from cluster_envs.config import SimConfig
 from cluster_envs.errors import ConfigError
@@ -75,12 +76,8 @@ from cluster_envs.types import Allocate, Decision, JobKind, JobSpec, Placement
 
 #: Default evaluations per placement decision.
 DEFAULT_BUDGET = 10
-#: Points sampled to maximise the acquisition function.
-ACQ_POINTS = 500
 #: Node interference the projection assumes (the placement instances' value).
 DEFAULT_NODE_INTERFERENCE = 0.1
-#: Restarts of the GP kernel-hyper-parameter fit per suggestion (gp_minimize uses 2).
-GP_KERNEL_RESTARTS = 0
 #: Greedy placers evaluated first at every decision (consolidated first-fit on the
 #: fastest GPUs, best-fit, and first-fit in node order): the search starts where they end.
 WARM_START = (
@@ -749,32 +746,10 @@ class BOPlacement:
         return cost
 
     def _search(self, enc: PlacementEncoding, project: Any, budget: int) -> tuple[Placement, ...]:
-        from skopt import Optimizer
-
         self.num_searches += 1
-        kind, options = SKOPT_METHODS[self.method]
         seed = int(np.random.SeedSequence([self._seed, self._decisions]).generate_state(1)[0])
-        space = enc.skopt_space()
-        estimator: Any = options.get("base_estimator")
-        if kind == "gp":
-            from skopt.utils import cook_estimator, normalize_dimensions
-
-            # gp_minimize's GP, but without kernel-fit restarts (they dominate a decision).
-            estimator = cook_estimator(
-                "GP",
-                space=normalize_dimensions(space),
-                random_state=seed,
-                noise="gaussian",
-                n_restarts_optimizer=GP_KERNEL_RESTARTS,
-            )
-        opt = Optimizer(
-            space,
-            base_estimator=estimator,
-            acq_func=options["acq_func"],
-            acq_optimizer="sampling",
-            acq_optimizer_kwargs={"n_points": ACQ_POINTS},
-            n_initial_points=min(INITIAL_POINTS, max(budget, 1)),
-            random_state=seed,
+        opt = online_optimizer(
+            self.method, enc.skopt_space(), seed, min(INITIAL_POINTS, max(budget, 1))
         )
         best: tuple[float, tuple[Placement, ...]] | None = None
         with warnings.catch_warnings():

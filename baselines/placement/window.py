@@ -23,16 +23,13 @@ from typing import Any
 import numpy as np
 
 from baselines.placement.encoding import PlacementEncoding
-from baselines.placement.methods import INITIAL_POINTS, SKOPT_METHODS, TRUST_RADIUS
+from baselines.placement.methods import INITIAL_POINTS, TRUST_RADIUS, online_optimizer
 from cluster_envs.policies.base import PlacementPolicy
 from cluster_envs.sim.view import ClusterView, JobStatus
 from cluster_envs.types import Placement
 
 Plan = tuple[Placement, ...]
 """One placement per window job, head first."""
-
-#: Points sampled to maximise the acquisition function of the joint search.
-ACQ_POINTS = 500
 
 
 def window_jobs(
@@ -121,34 +118,12 @@ def _bo(
     budget: int,
     seed: int,
 ) -> None:
-    from skopt import Optimizer
-
-    kind, options = SKOPT_METHODS[method]
     best = min(seen, key=seen.__getitem__) if seen else None
     if best is not None:
         space: list[Any] = enc.trust_region(enc.encode(best), TRUST_RADIUS)
     else:
         space = enc.skopt_space()
-    estimator: Any = options.get("base_estimator")
-    if kind == "gp":
-        from skopt.utils import cook_estimator, normalize_dimensions
-
-        estimator = cook_estimator(
-            "GP",
-            space=normalize_dimensions(space),
-            random_state=seed,
-            noise="gaussian",
-            n_restarts_optimizer=0,
-        )
-    opt = Optimizer(
-        space,
-        base_estimator=estimator,
-        acq_func=options["acq_func"],
-        acq_optimizer="sampling",
-        acq_optimizer_kwargs={"n_points": ACQ_POINTS},
-        n_initial_points=min(INITIAL_POINTS, budget),
-        random_state=seed,
-    )
+    opt = online_optimizer(method, space, seed, min(INITIAL_POINTS, budget))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)
         for plan, value in seen.items():  # warm start: the seeds the space reproduces
