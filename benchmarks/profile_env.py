@@ -25,18 +25,23 @@ def play(env: gym.Env, steps: int) -> int:
     env.action_space.seed(0)
     done_steps = episode = 0
     while done_steps < steps:
-        _, info = env.reset(seed=episode)
-        done = False
-        while not done:
-            if isinstance(env.action_space, gym.spaces.Discrete):
-                action = int(rng.choice(np.flatnonzero(info["action_mask"])))
-            else:
-                action = env.action_space.sample()
-            _, _, terminated, truncated, info = env.step(action)
-            done_steps += 1
-            done = terminated or truncated
+        done_steps += play_episode(env, rng, episode)
         episode += 1
     return done_steps
+
+
+def play_episode(env: gym.Env, rng: np.random.Generator, seed: int) -> int:
+    """One masked-random episode from ``reset(seed=seed)``; returns its steps."""
+    _, info = env.reset(seed=seed)
+    steps, done = 0, False
+    while not done:
+        if isinstance(env.action_space, gym.spaces.Discrete):
+            action = int(rng.choice(np.flatnonzero(info["action_mask"])))
+        else:
+            action = env.action_space.sample()
+        _, _, terminated, truncated, info = env.step(action)
+        steps, done = steps + 1, terminated or truncated
+    return steps
 
 
 def main() -> None:
