@@ -27,10 +27,10 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from cluster_envs.envs.hint_panel import HeuristicPanel
 from cluster_envs.envs.layout import ObsLayout
 from cluster_envs.envs.metis_slots import held_gpus
 from cluster_envs.errors import InfeasibleDecisionError, InvalidActionError
-from cluster_envs.policies.registry import check_policy_name
 
 if TYPE_CHECKING:
     from cluster_envs.sim.engine import Simulator
@@ -48,7 +48,7 @@ ACTIONS = ("counts", "hints")
 HINT_FIELDS = tuple(f"{kind}={o}" for kind in ("option", "option_nodes") for o in OPTIONS[:PAUSE])
 
 
-class MetisHints:
+class MetisHints(HeuristicPanel):
     """Each option's GPU count per slot now (see the module docstring).
 
     Args:
@@ -59,21 +59,13 @@ class MetisHints:
     def __init__(
         self, make_policy: Callable[[str], Any], action_for: Callable[[Decision], Any]
     ) -> None:
-        for name in HINT_POLICIES:
-            check_policy_name(name)  # a clear error now if a heuristic is not installed
-        self._make, self._action_for = make_policy, action_for
-        self._policies: list[Any] | None = None
-        self._seed: int | None = 0
+        super().__init__(HINT_POLICIES, make_policy, action_for)
         self._table: np.ndarray | None = None
 
     def reset(self, seed: int | None) -> None:
-        """A new episode: reseed every heuristic with the episode's seed (as ``rollout``
-        reseeds a HeuristicAgent)."""
-        if self._policies is None:
-            self._policies = [self._make(name) for name in HINT_POLICIES]
-        for policy in self._policies:
-            policy.reset(seed)
-        self._seed, self._table = seed, None
+        """A new episode: reseed every heuristic with the episode's seed."""
+        self._reseed(seed)
+        self._table = None
 
     def clear(self) -> None:
         """A new slice: the next :meth:`table` asks the heuristics again."""

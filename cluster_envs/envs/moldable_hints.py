@@ -23,8 +23,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from cluster_envs.envs.hint_panel import HeuristicPanel
 from cluster_envs.errors import InfeasibleDecisionError
-from cluster_envs.policies.registry import check_policy_name
 
 if TYPE_CHECKING:
     from cluster_envs.sim.engine import Simulator
@@ -46,7 +46,7 @@ def slot_fields(levels: tuple[int, ...]) -> tuple[str, ...]:
 GLOBAL_FIELDS = tuple(f"wait={h}" for h in HINT_POLICIES)
 
 
-class MoldableHints:
+class MoldableHints(HeuristicPanel):
     """Each hinted heuristic's action now (see the module docstring).
 
     Args:
@@ -63,23 +63,15 @@ class MoldableHints:
         window: int,
         levels: tuple[int, ...],
     ) -> None:
-        for name in HINT_POLICIES:
-            check_policy_name(name)  # a clear error now if a heuristic is not installed
-        self._make, self._action_for = make_policy, action_for
+        super().__init__(HINT_POLICIES, make_policy, action_for)
         self.window, self.num_levels = window, len(levels)
-        self._policies: list[Any] | None = None
-        self._seed: int | None = 0
         self._key: tuple[Any, int, float] | None = None
         self._actions: list[int | None] = []
 
     def reset(self, seed: int | None) -> None:
-        """A new episode: reseed every heuristic with the episode's seed (as ``rollout``
-        reseeds a HeuristicAgent)."""
-        if self._policies is None:
-            self._policies = [self._make(name) for name in HINT_POLICIES]
-        for policy in self._policies:
-            policy.reset(seed)
-        self._seed, self._key, self._actions = seed, None, []
+        """A new episode: reseed every heuristic with the episode's seed."""
+        self._reseed(seed)
+        self._key, self._actions = None, []
 
     def actions(self, sim: Simulator) -> list[int | None]:
         """Each heuristic's action now (``None``: not expressible), asked once per state."""
