@@ -187,7 +187,11 @@ class WorkEstimator:
         read), so most calls cost one division.
         """
         done = self.sim.iterations_done(j)
-        spec = self.sim.jobs[j]
+        return max(float(self._current_total(j, done, self.sim.jobs[j])), done)
+
+    def _current_total(self, j: int, done: float, spec: JobSpec) -> float:
+        """Job ``j``'s estimated total after the refit ``done`` iterations make due (the
+        prior while nothing is fitted)."""
         if spec.loss_curve is not None and spec.target_loss is not None:
             step = self._interval[j] if self._interval[j] > 0 else self.interval(j)
             milestone = _milestone(int(done // step))
@@ -196,7 +200,7 @@ class WorkEstimator:
         total = self._total[j]
         if math.isnan(total):
             total = self.prior(j)
-        return max(float(total), done)
+        return total
 
     def slot_reads(self, j: int) -> tuple[float, float, LossCurveParams | None, int]:
         """``(total_iterations(j), iterations done, fitted(j), num_observations(j))`` in
@@ -204,14 +208,7 @@ class WorkEstimator:
         done = self.sim.iterations_done(j)
         spec = self.sim.jobs[j]
         curve = spec.loss_curve
-        if curve is not None and spec.target_loss is not None:
-            step = self._interval[j] if self._interval[j] > 0 else self.interval(j)
-            milestone = _milestone(int(done // step))
-            if milestone > self._fit_count[j]:
-                self._refresh(j, milestone)
-        total = self._total[j]
-        if math.isnan(total):
-            total = self.prior(j)
+        total = self._current_total(j, done, spec)
         count = 0
         if curve is not None:
             step = self._interval[j] if self._interval[j] > 0 else self.interval(j)
