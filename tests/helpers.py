@@ -87,3 +87,16 @@ def fifo_decisions(count: int, cluster: str, seed: int, probs: dict[int, float])
             found += 1
         settle(sim, driver)
     assert found == count
+
+
+def play_registry_agent(agent: Any, env_id: str, family: str, metric: str, seeds: Any) -> Any:
+    """A shipped agent on ``family``'s test split the registry's way (the env built with the
+    card's observation and action, weights adapted): ``(env, each seed's metric)``."""
+    import gymnasium as gym
+
+    from cluster_envs.envs.rollout import rollout
+    from cluster_envs.policies.trained import agent_env_kwargs
+
+    env = gym.make(env_id, **agent_env_kwargs(agent, {"family": family, "split": "test"}))
+    agent.fit_env(env)
+    return env, [rollout(env, agent, s).metrics[metric] for s in seeds]

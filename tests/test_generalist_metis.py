@@ -9,6 +9,7 @@ from pathlib import Path
 import gymnasium as gym
 import numpy as np
 import pytest
+from helpers import play_registry_agent
 
 import cluster_envs  # noqa: F401  (registers the envs)
 from agents import generalist
@@ -19,7 +20,6 @@ from cluster_envs.envs.metis_hints import OPTIONS
 from cluster_envs.envs.rollout import HeuristicAgent, rollout
 from cluster_envs.errors import ConfigError
 from cluster_envs.policies import make_agent
-from cluster_envs.policies.trained import agent_env_kwargs
 from cluster_envs.workload.families import family_names
 
 METIS = "cluster_envs/MetisAllocation-v0"
@@ -129,11 +129,7 @@ def test_shipped_card_numbers_come_back_exactly_from_their_seeds() -> None:
     assert isinstance(agent, Sb3Agent) and agent.action == "hints"
     for fam in REPLAY_FAMILIES:
         row = card["test_families"]["families"][fam]["quality_auc"]
-        # The registry's path: the env built with the card's observation and action.
-        kwargs = agent_env_kwargs(agent, {"family": fam, "split": "test"})
-        env = gym.make(card["env_id"], **kwargs)
-        agent.fit_env(env)
-        played = [rollout(env, agent, s).metrics["quality_auc"] for s in seeds]
+        env, played = play_registry_agent(agent, card["env_id"], fam, "quality_auc", seeds)
         assert played == row["agent"], fam
         plain = gym.make(METIS, family=fam, split="test")
         slaq_agent = HeuristicAgent(plain.unwrapped.policy("slaq"))

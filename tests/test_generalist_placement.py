@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import gymnasium as gym
 import numpy as np
+from helpers import play_registry_agent
 
 import cluster_envs  # noqa: F401  (registers the envs)
 from agents import generalist
@@ -14,7 +14,6 @@ from agents.generalist_card import replay
 from agents.policy import PRETRAINED_DIR, Sb3Agent, pretrained_info
 from cluster_envs.envs.rollout import HeuristicAgent, rollout
 from cluster_envs.policies import make_agent
-from cluster_envs.policies.trained import agent_env_kwargs
 from cluster_envs.workload.families import family_names
 
 NAME = "JobPlacement-v0"
@@ -73,11 +72,7 @@ def test_shipped_card_numbers_come_back_exactly_from_their_seeds() -> None:
     assert isinstance(agent, Sb3Agent)
     for fam in REPLAY_FAMILIES:
         row = card["test_families"]["families"][fam]["avg_jct_s"]
-        # The registry's path: the env built with the card's observation, weights adapted.
-        kwargs = agent_env_kwargs(agent, {"family": fam, "split": "test"})
-        env = gym.make(card["env_id"], **kwargs)
-        agent.fit_env(env)
-        played = [rollout(env, agent, s).metrics["avg_jct_s"] for s in seeds]
+        env, played = play_registry_agent(agent, card["env_id"], fam, "avg_jct_s", seeds)
         assert played == row["agent"], fam
         assert [rollout(env, HeuristicAgent("fifo"), s).metrics["avg_jct_s"] for s in seeds] == (
             row["fifo"]
