@@ -19,7 +19,7 @@ from cluster_envs.envs.actions import multi_discrete_action
 from cluster_envs.envs.base import ClusterEnvBase
 from cluster_envs.envs.config import split_kwargs
 from cluster_envs.envs.metis_config import PRESETS, MetisConfig
-from cluster_envs.envs.metis_hints import OPTIONS, MetisHints, decode_options, option_mask
+from cluster_envs.envs.metis_hints import MetisHints, decode_options, option_mask, options_of
 from cluster_envs.envs.metis_reward import REWARD_COMPONENTS, QualityReward
 from cluster_envs.envs.metis_scale_free import metis_encoder
 from cluster_envs.envs.metis_slots import (
@@ -70,8 +70,9 @@ class MetisAllocationEnv(ClusterEnvBase):
     its mask sets ``info["invalid_action"]`` and counts in
     ``info["num_invalid_actions"]``, and is projected like any other
     (``info["num_forced_actions"]`` stays 0).
-    With ``action="hints"``: ``MultiDiscrete([6] * J)``, per slot an option of
-    :mod:`cluster_envs.envs.metis_hints` (follow slaq/optimus/tiresias/fair, keep, pause).
+    With ``action="hints"``: ``MultiDiscrete([H + 2] * J)``, per slot an option of
+    :mod:`cluster_envs.envs.metis_hints`: follow one of the H ``hint_policies`` (by default
+    slaq/optimus/tiresias/fair), keep, pause.
 
     ## Observation Space
     A flat ``Box(0, 1, float32)``: J slots then the cluster, field by field in
@@ -137,7 +138,9 @@ class MetisAllocationEnv(ClusterEnvBase):
         self.max_gpus = min(config.max_gpus_per_job, self.cluster.num_gpus)
         self.quality_settings = QualitySettings(config.quality_window_s, config.quality_threshold)
         hinted = config.action == "hints" or config.observation == "scale_free_hints"
-        self.hints = MetisHints(self.policy, self.action_for) if hinted else None
+        self.hints = (
+            MetisHints(self.policy, self.action_for, config.hint_policies) if hinted else None
+        )
         self.encoder = metis_encoder(config, self.max_gpus, self.cluster, self.hints)
         self.observation_space = self.encoder.space
         self.action_space = self._make_action_space()
@@ -167,7 +170,8 @@ class MetisAllocationEnv(ClusterEnvBase):
         return self._reward
 
     def _make_action_space(self) -> spaces.Space:
-        options = len(OPTIONS) if self.config.action == "hints" else self.max_gpus + 1
+        hinted = self.config.action == "hints"
+        options = len(options_of(self.config.hint_policies)) if hinted else self.max_gpus + 1
         return spaces.MultiDiscrete([options] * self.num_slots)
 
     @property
@@ -217,7 +221,12 @@ class MetisAllocationEnv(ClusterEnvBase):
         if self.config.action == "hints":  # options -> counts (metis_hints)
             assert self.hints is not None
             return (
-                *decode_options(values, self.hints.table(self.sim, self.slots), self.slots),
+                *decode_options(
+                    values,
+                    self.hints.table(self.sim, self.slots),
+                    self.slots,
+                    self.hints.options,
+                ),
                 False,
             )
         rows = self.action_masks().reshape(self.num_slots, self.max_gpus + 1)
@@ -257,11 +266,13 @@ class MetisAllocationEnv(ClusterEnvBase):
 
     # ------------------------------------------------------------------ heuristics
     def policy_context(self) -> PolicyContext:
-        """The slots, slice length and rescale cost, for any policy that asks."""
+        """The slots, slice length, rescale cost and quality window, for any policy
+        that asks."""
         return PolicyContext(
             num_slots=self.num_slots,
             time_slice_s=self.config.time_slice_s,
             rescale_cost_s=self.sim_config.rescale_cost_s,
+            quality_window_s=self.config.quality_window_s,
         )
 
     def runner_args(self) -> dict[str, Any]:

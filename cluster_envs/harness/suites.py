@@ -49,7 +49,9 @@ MOLDABLE_BASELINES = (
     "fifo", "sjf", "min-parallelism", "max-parallelism", "tetris", "easy-backfill",
     "random", "threshold-eta", "threshold-queue", "best-threshold",
 )  # fmt: skip
-METIS_BASELINES = ("fair", "optimus", "slaq", "fifo-rigid", "tiresias", "random-alloc")
+METIS_BASELINES = (
+    "fair", "optimus", "slaq", "slaq-window", "fifo-rigid", "tiresias", "random-alloc",
+)  # fmt: skip
 PLACEMENT_BASELINES = ("fifo", "fifo-best-fit", "fifo-spread")
 
 SUITES: dict[str, tuple[SuiteEntry, ...]] = {

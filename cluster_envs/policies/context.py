@@ -25,6 +25,8 @@ class PolicyContext:
         rescale_cost_s: Time a malleable job loses to a changed allocation (s).
         window: Queued jobs a moldable decision may pick from (the env's window).
         levels: GPU counts a moldable job may start with (the env's levels).
+        quality_window_s: ``W`` of the env's ``quality_auc`` objective (s after each
+            submission; MetisAllocation).
     """
 
     num_slots: int | None = None
@@ -32,6 +34,7 @@ class PolicyContext:
     rescale_cost_s: float | None = None
     window: int | None = None
     levels: tuple[int, ...] | None = None
+    quality_window_s: float | None = None
 
 
 def configure_policy(policy: P, context: PolicyContext) -> P:
