@@ -82,6 +82,8 @@ class EnvSpec:
         val_best_of: When set, the validation ratio's denominator is, per family, the best
             of these heuristics there (by mean over the validation seeds), not
             ``reference``.
+        hint_policies: MetisAllocation's ``hint_policies`` (the heuristics its options
+            follow); None: the env's default.
     """
 
     env_id: str
@@ -94,6 +96,7 @@ class EnvSpec:
     higher_better: bool = False
     action: str | None = None
     val_best_of: tuple[str, ...] = ()
+    hint_policies: tuple[str, ...] | None = None
 
     def ratio(self, value: Any, ref: Any) -> Any:
         """``value`` relative to ``ref``, > 1 when worse (quality: ``ref / value``)."""
@@ -117,7 +120,7 @@ ENV_SPECS = {
     # (follow slaq/optimus/tiresias/fair, keep, pause): one action space at every cluster.
     "metis": EnvSpec("cluster_envs/MetisAllocation-v0", "metis", "scale_free_hints", "slaq",
                      "slaq", METIS_BASELINES, "quality_auc", True, "hints",
-                     ("slaq", "optimus", "tiresias", "fair")),
+                     ("slaq", "optimus", "tiresias", "fair", "slaq-window")),
 }  # fmt: skip
 MOLDABLE = ENV_SPECS["moldable"]
 
@@ -128,6 +131,8 @@ def env_kwargs(family: str, split: str, num_jobs: int | None = None,
     extra: dict[str, Any] = {} if num_jobs is None else {"num_jobs": num_jobs}
     if spec.action is not None:
         extra["action"] = spec.action
+    if spec.hint_policies is not None:
+        extra["hint_policies"] = list(spec.hint_policies)
     return {"family": family, "split": split, "observation": spec.observation, **extra}
 
 
@@ -141,7 +146,7 @@ def heuristic_env(family: str, split: str, num_jobs: int | None = None,
     """The env the heuristics play: the env's own action (counts on MetisAllocation) and
     the plain scale-free observation (hints would only ask every heuristic again each step;
     the metrics are the same)."""
-    plain = dataclasses.replace(spec, action=None, observation="scale_free")
+    plain = dataclasses.replace(spec, action=None, observation="scale_free", hint_policies=None)
     return make_env(family, split, num_jobs, plain)
 
 
@@ -161,13 +166,24 @@ def with_observation_of(model: Any, spec: EnvSpec) -> EnvSpec:
     layout = layout_of(model.observation_space)
     fields = layout.slot_fields if layout is not None else ()
     hinted = any(f.startswith(("pick=", "next=", "option=")) for f in fields)
-    return dataclasses.replace(spec, observation="scale_free_hints" if hinted else "scale_free")
+    spec = dataclasses.replace(spec, observation="scale_free_hints" if hinted else "scale_free")
+    followed = tuple(f[len("option=") :] for f in fields if f.startswith("option="))
+    if followed and spec.action == "hints":  # MetisAllocation: the heuristics it learned
+        from cluster_envs.envs.metis_hints import HINT_POLICIES
+
+        policies = tuple(o for o in followed if o != "keep")
+        spec = dataclasses.replace(
+            spec, hint_policies=None if policies == HINT_POLICIES else policies
+        )
+    return spec
 
 
 def env_kwargs_of(spec: EnvSpec) -> dict[str, Any]:
     """The env kwargs the agent plays with besides the family (observation, action)."""
     return {"observation": spec.observation,
-            **({} if spec.action is None else {"action": spec.action})}  # fmt: skip
+            **({} if spec.action is None else {"action": spec.action}),
+            **({} if spec.hint_policies is None
+               else {"hint_policies": list(spec.hint_policies)})}  # fmt: skip
 
 
 def families_of(names: str, spec: EnvSpec) -> list[str]:
@@ -376,6 +392,8 @@ def train(args: argparse.Namespace) -> None:
         spec = dataclasses.replace(spec, observation="scale_free")
     if args.hints:  # MoldableScheduling with its heuristic hints (moldable_hints.py)
         spec = dataclasses.replace(spec, observation="scale_free_hints")
+    if args.hint_policies:  # MetisAllocation: the heuristics the options follow
+        spec = dataclasses.replace(spec, hint_policies=tuple(args.hint_policies.split(",")))
     teacher = spec.teacher if args.teacher is None else args.teacher
 
     def thunk(i: int) -> Any:
@@ -599,6 +617,12 @@ def main(argv: list[str] | None = None) -> None:
         "--hints",
         action="store_true",
         help="observation 'scale_free_hints' (moldable: each candidate heuristic's action now)",
+    )
+    t.add_argument(
+        "--hint-policies",
+        default="",
+        help="metis: comma-separated heuristics the hints options follow "
+        "(the env's hint_policies; default: the env's)",
     )
     t.add_argument("--hidden", type=int, default=64)
     t.add_argument("--n-steps", type=int, default=256)

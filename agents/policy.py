@@ -47,6 +47,8 @@ class Sb3Agent:
             its card); None: the env's default.
         action: The env's ``action`` setting the model was trained with (from its card:
             MetisAllocation's ``"hints"``); None: the env's default.
+        hint_policies: MetisAllocation's ``hint_policies`` the model was trained with
+            (from its card); None: the env's default.
     """
 
     def __init__(
@@ -58,12 +60,14 @@ class Sb3Agent:
         obs_normalizer: VecNormalize | None = None,
         observation: str | None = None,
         action: str | None = None,
+        hint_policies: tuple[str, ...] | None = None,
     ) -> None:
         #: The model as trained; :meth:`fit_env` may rebuild ``model`` from it.
         self.trained = model
         self.model = model
         self.observation = observation
         self.action = action
+        self.hint_policies = hint_policies
         self.deterministic = deterministic
         self.name = name
         #: The model zip this agent was loaded from (set by :func:`load_agent`).
@@ -155,6 +159,13 @@ def card_observation(card: dict[str, Any], key: str = "observation") -> str | No
     return None if value is None else str(value)
 
 
+def card_hint_policies(card: dict[str, Any]) -> tuple[str, ...] | None:
+    """MetisAllocation's ``hint_policies`` a card's agent was trained with (None: not set,
+    the env's default)."""
+    value = (card.get("env_kwargs") or {}).get("hint_policies")
+    return None if value is None else tuple(str(v) for v in value)
+
+
 def load_agent(
     path: str | Path,
     deterministic: bool = True,
@@ -184,6 +195,7 @@ def load_agent(
         obs_normalizer=normalizer,
         observation=card_observation(card := agent_card(model_path)),
         action=card_observation(card, "action"),
+        hint_policies=card_hint_policies(card),
     )
     agent.path = Path(path)
     if env is not None:

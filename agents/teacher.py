@@ -154,7 +154,7 @@ class LookaheadTeacher:
         # replayed by pending_action): ask it last for the CHOSEN decision, or the env
         # would follow the plan of whichever candidate was tried last.
         if self.options:
-            return FollowOption(chosen).act(env, obs, info)
+            return FollowOption(chosen, base.hints.options).act(env, obs, info)
         return base.action_for(best[2])
 
     def _cost(self, sim: Any, policy: Any, decision: Any, known: np.ndarray) -> float:
@@ -219,15 +219,17 @@ class FollowOption:
     """Plays MetisAllocation's ``action="hints"`` option ``name`` on every slot where it
     is available (else pause): the heuristic ``name`` exactly (tests/test_metis_hints.py)."""
 
-    def __init__(self, name: str) -> None:
-        from cluster_envs.envs.metis_hints import HINT_POLICIES, OPTIONS, PAUSE
+    def __init__(self, name: str, options: tuple[str, ...] | None = None) -> None:
+        from cluster_envs.envs.metis_hints import OPTIONS
 
-        if name not in OPTIONS:
+        options = OPTIONS if options is None else tuple(options)
+        if name not in options:
             raise ConfigError(
-                f"{name!r} is no option of MetisAllocation's action='hints' ({OPTIONS}); "
-                f"a teacher there is one of {HINT_POLICIES} or lookahead"
+                f"{name!r} is no option of MetisAllocation's action='hints' ({options}); "
+                f"a teacher there is one of {options[:-2]}, switch or lookahead"
             )
-        self.name, self.index, self.num, self.pause = name, OPTIONS.index(name), len(OPTIONS), PAUSE
+        self.name, self.index, self.num = name, options.index(name), len(options)
+        self.pause = len(options) - 1
 
     def reset(self, seed: int | None = None) -> None:
         """Nothing to reset: the env asks the heuristics."""
@@ -250,15 +252,18 @@ class StarvationSwitch:
     the agent sees (``option=<o>`` fields), so a set policy can learn it.
     """
 
-    def __init__(self, base: str = "slaq", other: str = "tiresias") -> None:
-        from cluster_envs.envs.metis_hints import HINT_POLICIES, OPTIONS, PAUSE
+    def __init__(
+        self, base: str = "slaq", other: str = "tiresias", options: tuple[str, ...] | None = None
+    ) -> None:
+        from cluster_envs.envs.metis_hints import OPTIONS
 
+        options = OPTIONS if options is None else tuple(options)
         for name in (base, other):
-            if name not in HINT_POLICIES:
-                raise ConfigError(f"switch: {name!r} is not one of the options {HINT_POLICIES}")
+            if name not in options[:-2]:
+                raise ConfigError(f"switch: {name!r} is not one of the options {options[:-2]}")
         self.name = f"switch:{base},{other}"
-        self.base, self.other = OPTIONS.index(base), OPTIONS.index(other)
-        self.num, self.pause = len(OPTIONS), PAUSE
+        self.base, self.other = options.index(base), options.index(other)
+        self.num, self.pause = len(options), len(options) - 1
         self.choices: dict[str, int] = {}
 
     def reset(self, seed: int | None = None) -> None:
@@ -293,9 +298,13 @@ def make_teacher(name: str, env_id: str, base: Any = None) -> Any:
     if base_name == "switch":  # StarvationSwitch, e.g. switch:slaq,tiresias
         if not option_action(base):
             raise ConfigError("the switch teacher plays MetisAllocation's action='hints' only")
-        return StarvationSwitch(*[n for n in listed.split(",") if n])
+        names = [n for n in listed.split(",") if n]
+        if len(names) > 2:
+            raise ConfigError(f"switch takes at most two heuristics (base,other), got {listed!r}")
+        pair = dict(zip(("base", "other"), names, strict=False))
+        return StarvationSwitch(**pair, options=base.hints.options)
     if base_name not in TEACHERS:
-        return FollowOption(name) if option_action(base) else None
+        return FollowOption(name, base.hints.options) if option_action(base) else None
     teacher = _make_lookahead(base_name, listed, env_id)
     teacher.options = option_action(base)
     return teacher

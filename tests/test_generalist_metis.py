@@ -20,6 +20,7 @@ from cluster_envs.envs.metis_hints import OPTIONS
 from cluster_envs.envs.rollout import HeuristicAgent, rollout
 from cluster_envs.errors import ConfigError
 from cluster_envs.policies import make_agent
+from cluster_envs.policies.trained import agent_env_kwargs
 from cluster_envs.workload.families import family_names
 
 METIS = "cluster_envs/MetisAllocation-v0"
@@ -96,6 +97,32 @@ def test_train_metis_clones_slaq_and_scores_validation_per_family(tmp_path: Path
     assert fam["best_heuristic"] == best
     # quality: higher is better, so the ratio is best / agent (> 1: worse than the best)
     assert fam["agent_to_best"] == pytest.approx(np.mean(rows[best]) / np.mean(rows["agent"]))
+
+
+def test_a_run_with_other_hint_policies_carries_them_to_evaluation_and_agents(
+    tmp_path: Path,
+) -> None:
+    """--hint-policies reaches the run record, evaluate infers it from the model's fields,
+    and an agent loaded from a card with it plays the same options (agent_env_kwargs)."""
+    out = tmp_path / "run"
+    listed = ["slaq", "tiresias", "slaq-window"]
+    generalist.main(["train", "--env", "metis", "--out", str(out), "--timesteps", "0",
+                     "--num-jobs", "10", "--pretrain-episodes", "2", "--dagger-rounds", "0",
+                     "--pretrain-epochs", "10", "--val-families", "synthetic-16",
+                     "--teacher", "switch:slaq-window,tiresias",
+                     "--hint-policies", ",".join(listed)])  # fmt: skip
+    record = json.loads((out / "train.json").read_text())
+    assert record["env_kwargs"]["hint_policies"] == listed
+    assert record["warm_start"]["teacher"] == "switch:slaq-window,tiresias"
+    model = generalist.MaskablePPO.load(out / "best_model.zip", device="cpu")
+    spec = generalist.with_observation_of(model, generalist.ENV_SPECS["metis"])
+    assert spec.hint_policies == tuple(listed)
+    card = {"env_id": METIS, "algo": "maskable_ppo", "env_kwargs": record["env_kwargs"]}
+    (out / "best_model.json").write_text(json.dumps(card))
+    agent = make_agent(f"sb3:{out / 'best_model.zip'}")
+    env = gym.make(METIS, **agent_env_kwargs(agent, dict(SMALL)))
+    assert env.action_space.nvec[0] == len(listed) + 2  # type: ignore[attr-defined]
+    assert rollout(env, agent, seed=500).metrics["quality_auc"] > 0
 
 
 NAME = "MetisAllocation-v0"

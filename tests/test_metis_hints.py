@@ -116,3 +116,55 @@ def test_defaults_and_bad_settings() -> None:
         gym.make(METIS, preset="toy", action="options")
     with pytest.raises(ConfigError, match="own action"):
         gym.make("cluster_envs/MetisAllocationDiscrete-v0", preset="toy", action="hints")
+
+
+#: A non-default option list: the heuristics' order changed and slaq-window added.
+CUSTOM = ["tiresias", "slaq-window", "slaq"]
+
+
+def test_hint_policies_set_the_options_fields_and_actions() -> None:
+    kwargs = SETTINGS[1]
+    env = gym.make(METIS, action="hints", observation="scale_free_hints", hint_policies=CUSTOM, **kwargs)
+    plain = gym.make(METIS, observation="scale_free", **kwargs)
+    base: Any = env.unwrapped
+    assert base.hints.options == (*CUSTOM, "keep", "pause")
+    assert env.action_space == gym.spaces.MultiDiscrete([len(CUSTOM) + 2] * base.num_slots)
+    fields = env.observation_space.layout.slot_fields  # type: ignore[attr-defined]
+    assert [f for f in fields if f.startswith("option=")] == [
+        f"option={o}" for o in (*CUSTOM, "keep")
+    ]
+    for i, name in enumerate(CUSTOM):  # option i follows the i-th listed heuristic exactly
+        hinted = rollout(env, FollowIn(i, len(CUSTOM) + 2), seed=4)
+        heuristic = rollout(plain, HeuristicAgent(plain.unwrapped.policy(name)), seed=4)  # type: ignore[attr-defined]
+        assert hinted.metrics == heuristic.metrics, name
+    with pytest.raises(InvalidActionError, match="4=pause"):
+        env.reset(seed=0)
+        env.step(np.full(base.num_slots, len(CUSTOM) + 2))
+
+
+class FollowIn(Follow):
+    """:class:`Follow` for ``num`` options (pause last)."""
+
+    def __init__(self, index: int, num: int) -> None:
+        super().__init__(index)
+        self.num = num
+
+    def act(self, env: gym.Env, obs: np.ndarray, info: dict[str, Any]) -> np.ndarray:
+        mask = env.unwrapped.action_masks().reshape(-1, self.num)  # type: ignore[attr-defined]
+        return np.where(mask[:, self.index], self.index, self.num - 1)
+
+
+@pytest.mark.parametrize(
+    ("value", "match"),
+    [
+        (["slaq", "nope"], "unknown policy 'nope'"),
+        (["slaq", "slaq"], "repeat"),
+        ([], "non-empty"),
+        (["keep"], "fixed option"),
+        ("slaq", "a list of names"),
+        ([1, 2], "a list of names"),
+    ],
+)
+def test_bad_hint_policies_fail_clearly(value: Any, match: str) -> None:
+    with pytest.raises(ConfigError, match=match):
+        gym.make(METIS, preset="toy", action="hints", hint_policies=value)

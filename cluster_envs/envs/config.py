@@ -115,6 +115,9 @@ def _kind(value: Any, annotation: Any) -> str | None:
     elif typing.get_origin(annotation) is tuple and typing.get_args(annotation)[:1] == (int,):
         bad = not isinstance(value, tuple) or any(_kind(v, int) for v in value)
         return "a list of integers" if bad else None
+    elif typing.get_origin(annotation) is tuple and typing.get_args(annotation)[:1] == (str,):
+        bad = not isinstance(value, tuple) or any(not isinstance(v, str) for v in value)
+        return "a list of names" if bad else None
     return None
 
 

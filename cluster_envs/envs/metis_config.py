@@ -7,7 +7,7 @@ from typing import Any
 
 from cluster_envs.envs.episodes import SYNTHETIC_JOBS
 from cluster_envs.envs.metis_features import JOB_FEATURES
-from cluster_envs.envs.metis_hints import ACTIONS
+from cluster_envs.envs.metis_hints import ACTIONS, FIXED_OPTIONS, HINT_POLICIES
 from cluster_envs.errors import ConfigError
 from cluster_envs.policies.projection import DEFAULT_NUM_SLOTS
 from cluster_envs.sim.quality import QUALITY_THRESHOLD, QUALITY_WINDOW_S, QualitySettings
@@ -47,6 +47,9 @@ class MetisConfig:
         action: ``"counts"`` (default: a GPU count per slot) or ``"hints"`` (per slot,
             one of :data:`~cluster_envs.envs.metis_hints.OPTIONS`: follow a heuristic,
             keep or pause; the same space at every cluster size).
+        hint_policies: The registered heuristics the ``hints`` options follow, in
+            option order (default slaq, optimus, tiresias, fair); the observation's
+            ``option=<o>`` fields follow the same list.
     """
 
     cluster: str = "small"
@@ -63,8 +66,10 @@ class MetisConfig:
     job_features: str = "fitted"
     observation: str = "default"
     action: str = "counts"
+    hint_policies: tuple[str, ...] = HINT_POLICIES
 
     def __post_init__(self) -> None:
+        check_hint_policies(self.hint_policies)
         if self.job_features not in JOB_FEATURES:
             raise ConfigError(
                 f"job_features must be one of {JOB_FEATURES}, got {self.job_features!r}"
@@ -78,6 +83,21 @@ class MetisConfig:
             if not getattr(self, name) > 0:
                 raise ConfigError(f"{name} must be > 0, got {getattr(self, name)}")
         QualitySettings(self.quality_window_s, self.quality_threshold)
+
+
+def check_hint_policies(names: Any) -> None:
+    """Reject (ConfigError) a ``hint_policies`` value that is not a non-empty tuple of
+    distinct registered heuristic names other than the fixed options."""
+    from cluster_envs.policies.registry import check_policy_name
+
+    if not isinstance(names, tuple) or not names or not all(isinstance(n, str) for n in names):
+        raise ConfigError(f"hint_policies must be a non-empty list of names, got {names!r}")
+    if len(set(names)) != len(names):
+        raise ConfigError(f"hint_policies must not repeat a name, got {list(names)}")
+    for name in names:
+        if name in FIXED_OPTIONS:
+            raise ConfigError(f"hint_policies: {name!r} is a fixed option, not a heuristic")
+        check_policy_name(name)
 
 
 PRESETS: dict[str, dict[str, Any]] = {

@@ -1,8 +1,10 @@
 """MetisAllocation's scale-free action and heuristic hints (issue 13).
 
-``action="hints"``: the action is ``MultiDiscrete([len(OPTIONS)] * J)``; entry ``k`` picks
-one of :data:`OPTIONS` for slot ``k``: *follow* a candidate heuristic (its GPU count for
-the slot's job in this slice), *keep* the job's current GPUs, or *pause* it (0). The env
+``action="hints"``: the action is ``MultiDiscrete([len(options)] * J)``; entry ``k`` picks
+one of the env's options for slot ``k`` (:func:`options_of`; by default :data:`OPTIONS`):
+*follow* a candidate heuristic (its GPU count for the slot's job in this slice; the env's
+``hint_policies``, by default :data:`HINT_POLICIES`), *keep* the job's current GPUs, or
+*pause* it (0). The env
 turns the picks into per-slot GPU requests and projects them as it projects the default
 action's counts, so the action does not depend on the cluster size, and an agent that
 picks heuristic ``h`` on every slot plays ``h`` exactly (tests/test_metis_hints.py).
@@ -39,13 +41,28 @@ if TYPE_CHECKING:
 #: The heuristics an option follows: the winners of some family
 #: (generalization_heuristics.md: slaq, optimus, tiresias) and the fair share.
 HINT_POLICIES = ("slaq", "optimus", "tiresias", "fair")
-#: Every option of a slot, in action order.
-OPTIONS = (*HINT_POLICIES, "keep", "pause")
+#: The two options after the heuristics: keep the job's GPUs, pause it.
+FIXED_OPTIONS = ("keep", "pause")
+
+
+def options_of(policies: tuple[str, ...]) -> tuple[str, ...]:
+    """Every option of a slot, in action order, when the options follow ``policies``."""
+    return (*policies, *FIXED_OPTIONS)
+
+
+def hint_fields(policies: tuple[str, ...]) -> tuple[str, ...]:
+    """The per-slot hint fields (``pause`` is always 0: not shown)."""
+    shown = (*policies, "keep")
+    return tuple(f"{kind}={o}" for kind in ("option", "option_nodes") for o in shown)
+
+
+#: Every option of a slot with the default ``hint_policies``, in action order.
+OPTIONS = options_of(HINT_POLICIES)
 KEEP, PAUSE = OPTIONS.index("keep"), OPTIONS.index("pause")
 #: The values of MetisConfig.action.
 ACTIONS = ("counts", "hints")
-#: The per-slot hint fields (``pause`` is always 0: not shown).
-HINT_FIELDS = tuple(f"{kind}={o}" for kind in ("option", "option_nodes") for o in OPTIONS[:PAUSE])
+#: The per-slot hint fields with the default ``hint_policies``.
+HINT_FIELDS = hint_fields(HINT_POLICIES)
 
 
 class MetisHints(HeuristicPanel):
@@ -54,12 +71,23 @@ class MetisHints(HeuristicPanel):
     Args:
         make_policy: Builds a configured heuristic by name (the env's ``policy``).
         action_for: The env's ``action_for`` (a decision as per-slot counts).
+        policies: The heuristics the options follow (the env's ``hint_policies``).
+
+    Attributes:
+        policies: Those names; ``options`` every option in action order (the heuristics,
+            keep, pause); ``keep`` and ``pause`` the indices of the last two.
     """
 
     def __init__(
-        self, make_policy: Callable[[str], Any], action_for: Callable[[Decision], Any]
+        self,
+        make_policy: Callable[[str], Any],
+        action_for: Callable[[Decision], Any],
+        policies: tuple[str, ...] = HINT_POLICIES,
     ) -> None:
-        super().__init__(HINT_POLICIES, make_policy, action_for)
+        super().__init__(tuple(policies), make_policy, action_for)
+        self.policies = tuple(policies)
+        self.options = options_of(self.policies)
+        self.keep, self.pause = len(self.policies), len(self.policies) + 1
         self._table: np.ndarray | None = None
 
     def reset(self, seed: int | None) -> None:
@@ -72,15 +100,15 @@ class MetisHints(HeuristicPanel):
         self._table = None
 
     def table(self, sim: Simulator, slots: list[int | None]) -> np.ndarray:
-        """``(len(OPTIONS), J)`` GPU counts per option and slot (-1: unavailable), the
+        """``(len(options), J)`` GPU counts per option and slot (-1: unavailable), the
         heuristics asked once per slice."""
         if self._table is not None:
             return self._table
         if self._policies is None:
             self.reset(self._seed)
         assert self._policies is not None
-        out = np.zeros((len(OPTIONS), len(slots)), dtype=np.int64)
-        out[KEEP] = held_gpus(slots, sim)
+        out = np.zeros((len(self.options), len(slots)), dtype=np.int64)
+        out[self.keep] = held_gpus(slots, sim)
         if sim.queue or sim.active:  # the episode's end: nothing to decide
             for i, policy in enumerate(self._policies):
                 try:
@@ -92,17 +120,21 @@ class MetisHints(HeuristicPanel):
 
 
 def option_mask(table: np.ndarray, slots: list[int | None]) -> np.ndarray:
-    """``(J, len(OPTIONS))``: available options per slot (an empty slot: only pause)."""
+    """``(J, len(options))``: available options per slot (an empty slot: only pause, the
+    last option)."""
     mask = (table >= 0).T.copy()
     for k, j in enumerate(slots):
         if j is None:
             mask[k] = False
-            mask[k, PAUSE] = True
+            mask[k, -1] = True
     return mask
 
 
 def decode_options(
-    values: np.ndarray, table: np.ndarray, slots: list[int | None]
+    values: np.ndarray,
+    table: np.ndarray,
+    slots: list[int | None],
+    options: tuple[str, ...] | None = None,
 ) -> tuple[np.ndarray, bool]:
     """Per-slot GPU requests of the picked options, and whether a pick was masked (an
     unavailable heuristic keeps the job's GPUs; an empty slot requests 0).
@@ -110,31 +142,37 @@ def decode_options(
     Raises:
         InvalidActionError: An entry that names no option.
     """
-    bad = np.flatnonzero((values < 0) | (values >= len(OPTIONS)))
+    num = len(table)  # the options: the heuristics, keep, pause
+    bad = np.flatnonzero((values < 0) | (values >= num))
     if len(bad):
         k = int(bad[0])
+        names = (
+            options if options is not None else (*(f"h{i}" for i in range(num - 2)), *FIXED_OPTIONS)
+        )
         raise InvalidActionError(
-            f"slot {k}: option {int(values[k])} is not one of 0..{len(OPTIONS) - 1} "
-            f"({', '.join(f'{i}={o}' for i, o in enumerate(OPTIONS))})"
+            f"slot {k}: option {int(values[k])} is not one of 0..{num - 1} "
+            f"({', '.join(f'{i}={o}' for i, o in enumerate(names))})"
         )
     idx = np.arange(len(slots))
     invalid = not option_mask(table, slots)[idx, values].all()
     counts = table[values, idx]
-    counts = np.where(counts < 0, table[KEEP], counts)
+    counts = np.where(counts < 0, table[num - 2], counts)  # unavailable: keep
     empty = np.array([j is None for j in slots], dtype=bool)
     return np.where(empty, 0, counts), invalid
 
 
 class HintsMetisEncoder:
-    """The scale-free encoder's observation with the :data:`HINT_FIELDS` after each
-    slot's fields (see the module docstring)."""
+    """The scale-free encoder's observation with the hint fields (:func:`hint_fields` of
+    the env's ``hint_policies``) after each slot's fields (see the module docstring)."""
 
     def __init__(self, base: Any, hints: MetisHints, node_gpus: int) -> None:
         self.base, self.hints, self.node_gpus = base, hints, float(node_gpus)
         inner: ObsLayout = base.layout
         self.inner = inner
         self.layout = ObsLayout(
-            (*inner.slot_fields, *HINT_FIELDS), inner.num_slots, inner.global_fields
+            (*inner.slot_fields, *hint_fields(hints.policies)),
+            inner.num_slots,
+            inner.global_fields,
         )
         self.size, self.space = self.layout.size, self.layout.space()
 
@@ -153,7 +191,7 @@ class HintsMetisEncoder:
         """The base observation, each slot row followed by its hint fields."""
         inner = self.base.encode(sim, slots, pending)
         rows, glob = self.inner.split(inner)
-        table = self.hints.table(sim, slots)[:PAUSE].T.astype(np.float32)  # (J, H + 1)
+        table = self.hints.table(sim, slots)[:-1].T.astype(np.float32)  # (J, H + 1): no pause
         tops = np.array([sim.jobs[j].max_gpus if j is not None else 1 for j in slots])
         present = np.array([j is not None for j in slots], dtype=np.float32)[:, None]
         ok = (table >= 0) * present

@@ -44,7 +44,8 @@ class TrainedAgent(Protocol):
 
 def agent_env_kwargs(agent: TrainedAgent, env_kwargs: dict[str, Any]) -> dict[str, Any]:
     """``env_kwargs`` with ``agent``'s own ``observation`` setting, if it has one, and its
-    ``action`` setting (an optional attribute: MetisAllocation's ``action="hints"``).
+    ``action`` and ``hint_policies`` settings (optional attributes: MetisAllocation's
+    ``action="hints"`` and the heuristics its options follow).
 
     The workload and cluster stay the caller's; only the observation and action follow
     the agent, which cannot read or choose any other.
@@ -55,6 +56,9 @@ def agent_env_kwargs(agent: TrainedAgent, env_kwargs: dict[str, Any]) -> dict[st
     action = getattr(agent, "action", None)
     if action is not None:
         out["action"] = action
+    hint_policies = getattr(agent, "hint_policies", None)
+    if hint_policies is not None:  # MetisAllocation's options, as the agent learned them
+        out["hint_policies"] = list(hint_policies)
     return out
 
 
