@@ -133,7 +133,11 @@ REPLAY_FAMILIES = ("synthetic-16", "alibaba")
 def test_shipped_card_covers_every_family_and_its_ratios_follow_its_seeds() -> None:
     card = pretrained_info(NAME)
     assert card["env_id"] == METIS
-    assert card["env_kwargs"] == {"observation": "scale_free_hints", "action": "hints"}
+    assert card["env_kwargs"] == {
+        "observation": "scale_free_hints",
+        "action": "hints",
+        "hint_policies": ["slaq", "optimus", "tiresias", "fair", "slaq-window"],
+    }
     test = card["test_families"]
     assert test["split"] == "test" and len(test["seeds"]) >= 10
     assert set(test["families"]) == set(family_names("metis"))
@@ -146,6 +150,7 @@ def test_shipped_card_covers_every_family_and_its_ratios_follow_its_seeds() -> N
             np.mean(auc["slaq"]) / np.mean(auc["agent"])
         )
         assert len(auc["agent"]) == len(test["seeds"])
+        assert {"slaq", "optimus", "tiresias", "fair", "slaq-window"} <= set(auc), fam
     assert "train_pretrained.sh" in card["train_command"] and card["train_wall_s"] > 0
 
 
@@ -154,6 +159,7 @@ def test_shipped_card_numbers_come_back_exactly_from_their_seeds() -> None:
     seeds = card["test_families"]["seeds"]
     agent = make_agent(f"pretrained:{NAME}")
     assert isinstance(agent, Sb3Agent) and agent.action == "hints"
+    assert agent.hint_policies == tuple(card["env_kwargs"]["hint_policies"])
     for fam in REPLAY_FAMILIES:
         row = card["test_families"]["families"][fam]["quality_auc"]
         env, played = play_registry_agent(agent, card["env_id"], fam, "quality_auc", seeds)
@@ -162,6 +168,9 @@ def test_shipped_card_numbers_come_back_exactly_from_their_seeds() -> None:
         slaq_agent = HeuristicAgent(plain.unwrapped.policy("slaq"))
         slaq = [rollout(plain, slaq_agent, s).metrics["quality_auc"] for s in seeds]
         assert slaq == row["slaq"], fam
+        window_agent = HeuristicAgent(plain.unwrapped.policy("slaq-window"))
+        window = [rollout(plain, window_agent, s).metrics["quality_auc"] for s in seeds]
+        assert window == row["slaq-window"], fam
     # The card writer's own path gives the same numbers.
     fam = REPLAY_FAMILIES[0]
     again = replay(card, fam, seeds[:3], PRETRAINED_DIR / f"{NAME}.zip")
