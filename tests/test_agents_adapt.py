@@ -99,7 +99,8 @@ def test_the_card_names_the_observation_of_sb3_and_pretrained_agents(
     assert agent_env_kwargs(shipped, {"family": "pollux"}) == {
         "family": "pollux",
         "observation": "scale_free_hints",
-        "action": "hints",
+        "action": "hints",  # and the heuristics its options follow
+        "hint_policies": ["slaq", "optimus", "tiresias", "fair", "slaq-window"],
     }
     shipped = make_agent("pretrained:MoldableScheduling-v0")  # the generalist's card does
     assert shipped.observation == "scale_free_hints"
