@@ -264,6 +264,14 @@ class SimulatorState:
         self._state_version += 1
         return dropped
 
+    def drop_arrivals(self) -> int:
+        """Make this fork a world without future arrivals, every job keeping its *true*
+        length (returns how many were dropped): an information ablation for oracles
+        (:mod:`baselines.placement.oracle`). Never call it on a driven simulator."""
+        dropped = self._events.drop_arrivals()
+        self._state_version += 1
+        return dropped
+
     def _spec_columns(self) -> dict[str, Any]:
         """The workload's static job fields as columns (built once, copied with the sim)."""
         spec = self.__dict__.get("_spec_table")
