@@ -8,6 +8,8 @@ from helpers import fifo_decisions
 from baselines.placement import online
 from baselines.placement.online import BOPlacement, BOScheduler
 from cluster_envs.errors import ConfigError
+from cluster_envs.sim.engine import Simulator
+from cluster_envs.workload import synthetic_workload
 
 # Loose settings (no margin, no fragmentation or spread guard) so the placer moves often.
 LOOSE = {"improvement_margin": 0.0, "fragmentation_weight": 0.0, "max_extra_nodes": None}
@@ -146,3 +148,54 @@ def test_rescoring_is_deterministic_for_a_seed_and_can_veto_a_move() -> None:
 def test_bad_guard_or_rescore_options(kwargs: dict, message: str) -> None:
     with pytest.raises(ConfigError, match=message):
         BOScheduler("gp-ei", **kwargs)
+
+
+def _bo_episode(cluster: str, **options):
+    """Placements ``BOScheduler("gp-ei", budget=4, **options)`` makes in a 10-job episode."""
+    wl = synthetic_workload(
+        num_jobs=10, cluster=cluster, seed=3, load=3.0,
+        gpu_demand_probs={1: 0.3, 2: 0.3, 4: 0.3, 8: 0.1},
+    )  # fmt: skip
+    sim = Simulator(wl.jobs, cluster, {"node_interference": 0.1}, seed=0)
+    policy = BOScheduler("gp-ei", budget=4, **options)
+    policy.reset(0)
+    placements = []
+    while not sim.done:
+        sim.step()
+        while sim.queue:
+            decision = policy.decide(sim.view())
+            if not sim.apply(decision):
+                break
+            placements += [a.placement for a in decision.actions]
+    return placements, policy.bo
+
+
+def test_big_clusters_play_the_big_cluster_setting() -> None:
+    """Above ``big_cluster_nodes`` the placer is exactly BIG_CLUSTER's anchor, margin and
+    (no) fragmentation guard; at or below it, exactly the configured setting."""
+    big = online.BIG_CLUSTER
+    assert (online.BIG_CLUSTER_NODES, big["anchor"], big["fragmentation_weight"]) == (
+        8, "best-greedy", 0.0,
+    )  # fmt: skip
+    default, placer = _bo_episode("hetero-large")  # 112 nodes
+    assert (placer.anchor, placer.improvement_margin, placer.fragmentation_weight) == (
+        big["anchor"], big["improvement_margin"], big["fragmentation_weight"],
+    )  # fmt: skip
+    as_big, _ = _bo_episode("hetero-large", big_cluster_nodes=None, **big)
+    anchored, _ = _bo_episode("hetero-large", big_cluster_nodes=None)
+    assert default == as_big
+    assert default != anchored  # the setting matters on this episode (not vacuous)
+    # A 112-node cluster is not big for a placer told so: the configured setting plays.
+    high, placer = _bo_episode("hetero-large", big_cluster_nodes=112)
+    assert high == anchored and placer.anchor == "first-fit"
+    small, placer = _bo_episode("hetero-small")  # 8 nodes: never big by default
+    assert placer.anchor == online.ANCHOR and placer.fragmentation_weight == 1.0
+    assert small == _bo_episode("hetero-small", big_cluster_nodes=None)[0]
+
+
+@pytest.mark.parametrize("value", [0, -3, 2.5, True, "16"])
+def test_bad_big_cluster_nodes(value) -> None:
+    with pytest.raises(
+        ConfigError, match=f"big_cluster_nodes must be None or an integer >= 1, got {value!r}"
+    ):
+        BOScheduler("gp-ei", big_cluster_nodes=value)

@@ -36,6 +36,12 @@ on small ones (training splits, ``benchmarks/results/placement_online_train_spre
 the winning candidate under draws of the length estimates and keeps the anchor unless
 the candidate wins on a quorum of them.
 
+On a *big cluster* (more than ``big_cluster_nodes`` = 8 nodes, issue 17, chosen on
+validation splits) the anchor, margin and fragmentation guard are :data:`BIG_CLUSTER`'s:
+the best greedy placement by projection, replaced by one projected >= 2 % cheaper, no
+guard. There many similar nodes make the projection's pick a safe bet and breaking one
+whole node costs little; on small clusters the same setting loses.
+
 *Joint queue-window placement* (``joint_window``, default 4; issue 17): at the
 first placement of a decision, the head job and the queued jobs strict FIFO starts with it
 now are placed as one plan (the offline instance shape), searched from the greedy joint
@@ -128,6 +134,26 @@ UNANCHORED: dict[str, Any] = {
     "improvement_margin": 0.02,
     "fragmentation_weight": 0.0,
     "max_extra_nodes": None,
+}
+#: Big clusters (default of ``BOPlacement(big_cluster_nodes=...)``, read when a placer is
+#: built): on a cluster of more than this many nodes the placer plays :data:`BIG_CLUSTER`
+#: instead of its anchor, margin and fragmentation guard; None: never. Chosen on
+#: validation splits (issue 17, ``placement_online_validation.md``): on the 8 workloads
+#: with more than 8 nodes that setting won 7 (``large`` 0.948x first-fit against the
+#: anchored 0.980x, synthetic-256 0.936x / 0.989x, alibaba 0.966x / 0.988x, philly-vc
+#: 0.965x / 0.990x) and lost synthetic-64 by 0.3 %; on the clusters of at most 8 nodes,
+#: where the anchor and guards were tuned on training splits against bets that doubled an
+#: episode's JCT, it lost synthetic-16 (1.019x / 0.972x). The same bound as the spread
+#: guard's (:data:`SPREAD_GUARD_NODES`).
+BIG_CLUSTER_NODES: int | None = 8
+#: What a big cluster plays: the best greedy placement by projection, replaced by a
+#: searched one projected >= 2 % cheaper, no fragmentation guard (:data:`UNANCHORED`'s
+#: anchor, margin and guard): many similar nodes make the projection's choice a safe bet
+#: and a broken whole node cheap.
+BIG_CLUSTER: dict[str, Any] = {
+    "anchor": "best-greedy",
+    "improvement_margin": 0.02,
+    "fragmentation_weight": 0.0,
 }
 #: Expected future arrivals the projection adds (0: none, the default; see
 #: ``BOPlacement(arrivals=...)``, read when a placer is built).
@@ -247,6 +273,9 @@ class BOPlacement:
         joint_margin: Relative projected saving (in [0, 1)) a joint plan needs over the
             window all on consolidated first-fit (plus the fragmentation guard); None:
             :data:`JOINT_MARGIN`.
+        big_cluster_nodes: On a cluster of more than this many nodes (>= 1) the anchor,
+            margin and fragmentation guard are :data:`BIG_CLUSTER`'s instead of the ones
+            above; None: never. Default :data:`BIG_CLUSTER_NODES`.
     """
 
     def __init__(
@@ -268,6 +297,7 @@ class BOPlacement:
         joint_window: int | None = None,
         joint_budget: int | None = None,
         joint_margin: float | None = None,
+        big_cluster_nodes: int | None | str = "default",
     ) -> None:
         check_method(method)
         if method not in SKOPT_METHODS:
@@ -342,6 +372,19 @@ class BOPlacement:
         ):
             raise ConfigError(f"joint_margin must be a number in [0, 1), got {jmargin!r}")
         self.joint_margin = float(jmargin)
+        big = BIG_CLUSTER_NODES if big_cluster_nodes == "default" else big_cluster_nodes
+        if big is not None and (isinstance(big, bool) or not isinstance(big, int) or big < 1):
+            raise ConfigError(f"big_cluster_nodes must be None or an integer >= 1, got {big!r}")
+        self.big_cluster_nodes: int | None = big
+        # (anchor, margin, fragmentation weight) on clusters up to / above big_cluster_nodes.
+        self._settings = {
+            False: (anchor, float(margin), self.fragmentation_weight),
+            True: (
+                BIG_CLUSTER["anchor"],
+                float(BIG_CLUSTER["improvement_margin"]),
+                float(BIG_CLUSTER["fragmentation_weight"]),
+            ),
+        }
         self.rescore_draws = draws
         self.rescore_quorum = float(quorum)
         self.rescore_noise = float(noise)
@@ -385,6 +428,8 @@ class BOPlacement:
             return None
         if view is not self._view:
             self._view, self._pending = view, []
+            big = self.big_cluster_nodes is not None and len(free) > self.big_cluster_nodes
+            self.anchor, self.improvement_margin, self.fragmentation_weight = self._settings[big]
             self._observe(view)
             self._plan = {}
             if self.fragmentation_weight:
@@ -775,7 +820,8 @@ class BOScheduler(FifoScheduler):
         improvement_margin: See :class:`BOPlacement` (None: :data:`IMPROVEMENT_MARGIN`).
         fragmentation_weight: See :class:`BOPlacement` (None: :data:`FRAGMENTATION_WEIGHT`).
         **options: ``max_extra_nodes``, ``spread_guard_nodes``, ``rescore_draws``, ``rescore_quorum``,
-            ``rescore_noise``, ``joint_window``, ``joint_budget``, ``joint_margin`` of
+            ``rescore_noise``, ``joint_window``, ``joint_budget``, ``joint_margin``,
+            ``big_cluster_nodes`` of
             :class:`BOPlacement`.
     """
 
@@ -797,6 +843,7 @@ class BOScheduler(FifoScheduler):
             "joint_window",
             "joint_budget",
             "joint_margin",
+            "big_cluster_nodes",
         }
         if unknown:
             raise ConfigError(f"BOScheduler: unknown option(s) {', '.join(sorted(unknown))}")
