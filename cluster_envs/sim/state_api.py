@@ -266,8 +266,9 @@ class SimulatorState:
 
     def drop_arrivals(self) -> int:
         """Make this fork a world without future arrivals, every job keeping its *true*
-        length (returns how many were dropped): an information ablation for oracles
-        (:mod:`baselines.placement.oracle`). Never call it on a driven simulator."""
+        length (returns how many were dropped): an information ablation for what-if
+        oracles (the placement oracle's ``lengths`` forks). Never call it on a driven
+        simulator."""
         dropped = self._events.drop_arrivals()
         self._state_version += 1
         return dropped
