@@ -38,25 +38,12 @@ from typing import Any  # noqa: E402
 ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
+if str(ROOT / "benchmarks") not in sys.path:
+    sys.path.insert(0, str(ROOT / "benchmarks"))
 RESULTS = ROOT / "benchmarks" / "results"
 ENV = "cluster_envs/JobPlacement-v0"
 
-
-def _seeds(text: str) -> list[int]:
-    lo, _, hi = text.partition("-")
-    return list(range(int(lo), int(hi or lo) + 1))
-
-
-def _workloads(names: list[str], split: str) -> dict[str, dict[str, Any]]:
-    from cluster_envs.workload.families import family_names
-
-    families = set(family_names("placement"))
-    return {
-        (f"{n}/{split}" if n in families else n): (
-            {"family": n, "split": split} if n in families else {"preset": n}
-        )
-        for n in names
-    }
+from bench_placement_online import _seeds, _workloads  # noqa: E402  (the same workloads)
 
 
 def make_sim(kwargs: dict[str, Any], seed: int) -> tuple[Any, int]:

@@ -36,13 +36,15 @@ def _sim(seed: int) -> Simulator:
     return Simulator(_workload(seed).jobs, CLUSTER, CONFIG, seed=0)
 
 
-def _first_decision(sim: Simulator) -> None:
-    """Advance ``sim`` to its first instant where the head job fits."""
+def _first_decision(seed: int):
+    """``(sim, view, head job, free GPUs)`` at the episode's first instant where the head
+    job fits."""
+    sim = _sim(seed)
     while not sim.done:
         sim.step()
         view = sim.view()
         if view.queued_ids and view.requested_gpus(view.queued_ids[0]) <= view.free_gpus.sum():
-            return
+            return sim, view, view.queued_ids[0], view.free_gpus.copy()
     raise AssertionError("no decision")
 
 
@@ -75,11 +77,7 @@ def test_oracle_episode_is_deterministic() -> None:
 
 
 def test_candidates_are_distinct_feasible_and_start_with_first_fit() -> None:
-    sim = _sim(1)
-    _first_decision(sim)
-    view = sim.view()
-    head = view.queued_ids[0]
-    free = view.free_gpus.copy()
+    sim, view, head, free = _first_decision(1)
     job = view.job(head)
     options = candidate_placements(view, head, free, "full", max_candidates=8)
     ff = ConsolidatedPlacement("first-fit").place(view, job, job.num_gpus, free.copy())
@@ -93,13 +91,8 @@ def test_candidates_are_distinct_feasible_and_start_with_first_fit() -> None:
 
 
 def test_lengths_and_believed_forks_leave_the_simulator_untouched() -> None:
-    sim = _sim(4)
-    _first_decision(sim)
-    view = sim.view()
-    head = view.queued_ids[0]
-    decision = Decision(
-        (Allocate(head, candidate_placements(view, head, view.free_gpus.copy(), "base")[0]),)
-    )
+    sim, view, head, free = _first_decision(4)
+    decision = Decision((Allocate(head, candidate_placements(view, head, free, "base")[0]),))
     fifo = make_policy("fifo")
     before = (sim.now_s, sim.finish_s.copy(), len(sim.queue))
     costs = {info: rollout_cost(sim, fifo, decision, info) for info in INFORMATION}
@@ -114,11 +107,7 @@ def test_lengths_and_believed_forks_leave_the_simulator_untouched() -> None:
 
 
 def test_bad_settings_fail_with_their_name() -> None:
-    sim = _sim(1)
-    _first_decision(sim)
-    view = sim.view()
-    head = view.queued_ids[0]
-    free = view.free_gpus.copy()
+    _, view, head, free = _first_decision(1)
     with pytest.raises(ConfigError, match="unknown candidate set 'all'.*base, greedy, full"):
         candidate_placements(view, head, free, "all")
     with pytest.raises(ConfigError, match="max_candidates must be an integer >= 1, got 0"):
