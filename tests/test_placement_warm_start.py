@@ -95,7 +95,7 @@ def test_trust_region_keeps_anchors_near_the_best_greedy() -> None:
 def test_whole_node_value_weights_free_nodes_by_the_jobs_that_need_them_whole() -> None:
     total = np.array([4, 4, 8])
     free = np.array([2, 4, 8])
-    value = online._whole_node_value
+    value = online.whole_node_value
     # Laplace's rule over the sorted requests seen: P(>= 4) = (2+1)/(4+2), P(>= 8) = 2/6.
     demand = np.array([1, 1, 4, 8])
     assert value(free, total, ((0, 2),), demand) == pytest.approx(4 * 3 / 6 + 8 * 2 / 6)
@@ -127,7 +127,7 @@ def test_fragmentation_guard_keeps_first_fit_instead_of_breaking_whole_nodes(see
         demand = np.sort([view.job(j).num_gpus for j in (*view.queued_ids, *view.running_ids)])
 
         def whole(p, free=free, total=view.total_gpus, demand=demand):
-            return online._whole_node_value(free, total, p, demand)
+            return online.whole_node_value(free, total, p, demand)
 
         if a == first_fit or whole(a) >= whole(first_fit):
             assert b == a  # the guard only acts on moves that break whole nodes

@@ -193,7 +193,7 @@ def _spec(
     )
 
 
-def _whole_node_value(
+def whole_node_value(
     free: np.ndarray, total: np.ndarray, placement: Placement, demand: np.ndarray
 ) -> float:
     """GPUs of the nodes still fully free after ``placement``, each node's GPUs weighted by
@@ -651,7 +651,7 @@ class BOPlacement:
         if self.fragmentation_weight and view.num_pending > 0 and anchor != candidate:
             demand = np.sort(np.fromiter(self._demand.values(), dtype=np.int64))
             total = view.total_gpus
-            lost = _whole_node_value(free, total, anchor, demand) - _whole_node_value(
+            lost = whole_node_value(free, total, anchor, demand) - whole_node_value(
                 free, total, candidate, demand
             )
             if lost > 0:

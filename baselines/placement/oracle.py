@@ -198,6 +198,13 @@ def rollout_cost(
         sim_copy, base_copy = fork_believed(sim, base)
     if sampled:
         add_sampled_arrivals(sim_copy, SAMPLED_ARRIVALS, draw)
+    return play_fork(sim_copy, base_copy, decision)
+
+
+def play_fork(sim_copy: Simulator, base_copy: Any, decision: Decision) -> float:
+    """Apply ``decision`` to the fork ``sim_copy``, let ``base_copy`` make every later
+    decision until nothing is left to happen, and return the fork's average JCT (both
+    are mutated: pass copies)."""
     sim_copy.apply(decision)
     if sim_copy.queue:
         settle(sim_copy, base_copy)
@@ -283,6 +290,7 @@ __all__ = [
     "OracleResult",
     "SAMPLED_ARRIVALS",
     "candidate_placements",
+    "play_fork",
     "play_oracle",
     "rollout_cost",
 ]

@@ -144,6 +144,7 @@ class ClusterView:
         "_estimator",
         "_version",
         "_current_version",
+        "_believed",
         "__dict__",
     )
 
@@ -166,6 +167,7 @@ class ClusterView:
         version: int,
         current_version: Callable[[], int],
         requested_gpus: Callable[[int], int] | None = None,
+        believed: Callable[[], Simulator] | None = None,
     ) -> None:
         free_gpus.setflags(write=False)
         self.time_s = time_s
@@ -184,6 +186,7 @@ class ClusterView:
         self._estimator = estimator
         self._version = version
         self._current_version = current_version
+        self._believed = believed
 
     @property
     def num_free_gpus(self) -> int:
@@ -255,6 +258,23 @@ class ClusterView:
         self._check_fresh()
         return self._estimator.observations(job_id)
 
+    def believed_simulator(self) -> Simulator:
+        """A copy of the simulation in which only what a scheduler knows now is true.
+
+        Queued and running jobs last exactly as long as their current (frozen) estimates
+        say and the arrivals still to come are dropped
+        (:func:`cluster_envs.sim.fork.fork_believed`): a lookahead policy may apply a
+        candidate decision to it and play it forward without reading a true job length.
+        Each call is a fresh deep copy (cost grows with the workload).
+
+        Raises:
+            StaleViewError: The simulator has moved on since this view was taken.
+        """
+        self._check_fresh()
+        if self._believed is None:
+            raise ClusterEnvsError("this view was built without its simulator's believed fork")
+        return self._believed()
+
     @cached_property
     def queue(self) -> tuple[JobStatus, ...]:
         """Queued jobs, in queue order."""
@@ -287,7 +307,14 @@ def build_view(sim: Simulator) -> ClusterView:
         version=sim.state_version,
         current_version=lambda: sim.state_version,
         requested_gpus=sim.requested_gpus,
+        believed=lambda: _believed_copy(sim),
     )
+
+
+def _believed_copy(sim: Simulator) -> Simulator:
+    from cluster_envs.sim.fork import fork_believed  # fork imports this module
+
+    return fork_believed(sim, None)[0]
 
 
 def make_job_status(sim: Simulator, j: int, state: JobState) -> JobStatus:
