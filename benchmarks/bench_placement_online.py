@@ -17,7 +17,8 @@ Training-split mode (``--split train``, seeds 0-...) is for tuning: never tune o
 demand-weighted fragmentation guard with weight 1, the spread guard on clusters of at most
 8 nodes; ``{"FRAGMENTATION_WEIGHT": 0}`` / ``{"MAX_EXTRA_NODES": null}`` turn the guards
 off, ``{"RESCORE_DRAWS": 8}`` turns on the robustness re-scoring, ``{"JOINT_WINDOW": 4}`` the
-joint queue-window placement); the setting before
+joint queue-window placement); ``--rollout-options '{"IMPROVEMENT_MARGIN": 0.01}'``
+sets the rollout placer's (``fifo-rollout``) constants the same way; the setting before
 issue 17 is
 ``--bo-options '{"ANCHOR": "best-greedy", "IMPROVEMENT_MARGIN": 0.02, "FRAGMENTATION_WEIGHT": 0,
 "MAX_EXTRA_NODES": null}'``.
@@ -62,14 +63,20 @@ def _workloads(names: list[str], split: str) -> dict[str, dict[str, Any]]:
     return out
 
 
-def _set_bo_options(options: dict[str, Any]) -> None:
-    """Pool initializer: override module constants of baselines.placement.online."""
+def _set_options(bo: dict[str, Any], rollout: dict[str, Any] | None = None) -> None:
+    """Pool initializer: override module constants of baselines.placement.online (``bo``)
+    and baselines.placement.rollout (``rollout``)."""
     from baselines.placement import online
+    from baselines.placement import rollout as rollout_module
 
-    for key, value in options.items():
-        if not hasattr(online, key):
-            raise SystemExit(f"--bo-options: baselines.placement.online has no {key!r}")
-        setattr(online, key, value)
+    for flag, module, options in (
+        ("--bo-options", online, bo),
+        ("--rollout-options", rollout_module, rollout or {}),
+    ):
+        for key, value in options.items():
+            if not hasattr(module, key):
+                raise SystemExit(f"{flag}: {module.__name__} has no {key!r}")
+            setattr(module, key, value)
 
 
 def _run(task: tuple[str, dict[str, Any], str, int]) -> dict[str, Any]:
@@ -119,7 +126,7 @@ def summarise(rows: list[dict[str, Any]], policies: list[str]) -> dict[str, Any]
 
 
 def markdown(summary: dict[str, Any], policies: list[str], command: str, wall: float,
-             seeds: list[int]) -> str:  # fmt: skip
+             seeds: list[int], split: str = "test") -> str:  # fmt: skip
     lines = [
         "# Online BO placers on JobPlacement-v0",
         "",
@@ -127,7 +134,7 @@ def markdown(summary: dict[str, Any], policies: list[str], command: str, wall: f
         "",
         f"    {command}",
         "",
-        f"Seeds {seeds[0]}-{seeds[-1]} ({len(seeds)} per workload); families on their test "
+        f"Seeds {seeds[0]}-{seeds[-1]} ({len(seeds)} per workload); families on their {split} "
         "split. Ratio: mean average JCT over the best consolidated heuristic's on that "
         "workload (fifo = consolidated first-fit, fifo-best-fit); lower is better.",
         "",
@@ -179,6 +186,12 @@ def _complete(rows: list[dict[str, Any]], policies: list[str]) -> list[dict[str,
     return [r for r in rows if done[(r["workload"], r["seed"])] >= set(policies)]
 
 
+def _out(stem: str, suffix: str) -> Path:
+    """``stem`` + ``suffix`` (not Path.with_suffix: a stem like ``train_m0.01`` keeps its
+    dot)."""
+    return Path(stem + suffix)
+
+
 def _seeds(text: str) -> list[int]:
     lo, _, hi = text.partition("-")
     return list(range(int(lo), int(hi or lo) + 1))
@@ -207,6 +220,11 @@ def main() -> int:
         default="{}",
         help='JSON overrides of online.py constants, e.g. {"IMPROVEMENT_MARGIN": 0.1}',
     )
+    parser.add_argument(
+        "--rollout-options",
+        default="{}",
+        help='JSON overrides of rollout.py constants (fifo-rollout), e.g. {"IMPROVEMENT_MARGIN": 0.01}',
+    )
     args = parser.parse_args()
     policies = args.policies.split(",")
     if not set(HEURISTICS) & set(policies):
@@ -214,7 +232,8 @@ def main() -> int:
     seeds = _seeds(args.seeds)
     workloads = _workloads(args.workloads.split(","), args.split)
     tasks = [(w, kw, p, s) for w, kw in workloads.items() for p in policies for s in seeds]
-    tasks.sort(key=lambda t: (not t[2].startswith("bo"), t[0] != "large"))  # slow ones first
+    slow = ("bo", "fifo-rollout")
+    tasks.sort(key=lambda t: (not t[2].startswith(slow), t[0] != "large"))  # slow ones first
     start = time.perf_counter()
     rows = []
     if args.from_log:
@@ -227,16 +246,16 @@ def main() -> int:
         command = ".venv/bin/python benchmarks/bench_placement_online.py " + " ".join(
             a for a in sys.argv[1:]
         )
-        text = markdown(summary, policies, command, 0.0, seeds)
-        Path(args.out).with_suffix(".md").write_text(text)
-        Path(args.out).with_suffix(".json").write_text(
+        text = markdown(summary, policies, command, 0.0, seeds, args.split)
+        _out(args.out, ".md").write_text(text)
+        _out(args.out, ".json").write_text(
             json.dumps({"command": command, "rows": rows, **summary}, indent=1)
         )
         print(text)
         return 0
-    options = json.loads(args.bo_options)
-    _set_bo_options(options)  # fail here, not in a worker
-    with get_context("fork").Pool(args.workers, _set_bo_options, (options,)) as pool:
+    options = (json.loads(args.bo_options), json.loads(args.rollout_options))
+    _set_options(*options)  # fail here, not in a worker
+    with get_context("fork").Pool(args.workers, _set_options, options) as pool:
         for i, row in enumerate(pool.imap_unordered(_run, tasks)):
             rows.append(row)
             print(f"[{i + 1}/{len(tasks)}] {row['workload']} {row['policy']} {row['seed']}: "
@@ -251,13 +270,13 @@ def main() -> int:
     command = ".venv/bin/python benchmarks/bench_placement_online.py " + " ".join(sys.argv[1:])
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.with_suffix(".json").write_text(
+    _out(args.out, ".json").write_text(
         json.dumps(
             {"command": command, "wall_s": wall, "seeds": seeds, "rows": rows, **summary}, indent=1
         )  # fmt: skip
     )
-    out.with_suffix(".md").write_text(markdown(summary, policies, command, wall, seeds))
-    print(out.with_suffix(".md").read_text())
+    _out(args.out, ".md").write_text(markdown(summary, policies, command, wall, seeds, args.split))
+    print(_out(args.out, ".md").read_text())
     return 0
 
 
