@@ -8,7 +8,7 @@ counts, per workload, the episodes of ``--policy`` whose average JCT changed, go
 or worse, and the range of their new-over-old ratios. Usage::
 
     .venv/bin/python benchmarks/compare_placement_online.py benchmarks/results/placement_online.json \\
-        [--before OLD.json] [--policy bo-gp-ei] [--draws 2000]
+        [--before OLD.json] [--policy bo-gp-ei] [--against fifo] [--draws 2000]
 
 (``git show REV:benchmarks/results/placement_online.json > OLD.json`` gives an earlier one.)
 """
@@ -40,13 +40,18 @@ def _jcts(rows: list[dict[str, Any]]) -> dict[str, dict[str, dict[int, float]]]:
 
 
 def geomean(
-    jcts: dict[str, dict[str, dict[int, float]]], policy: str, draw: dict[str, list[int]]
+    jcts: dict[str, dict[str, dict[int, float]]],
+    policy: str,
+    draw: dict[str, list[int]],
+    against: str | None = None,
 ) -> float:
-    """The table's geometric mean of ``policy`` on the seeds ``draw`` picks per workload."""
+    """The table's geometric mean of ``policy`` on the seeds ``draw`` picks per workload
+    (against the best consolidated heuristic, or the policy ``against``)."""
     logs = []
     for w, by_policy in jcts.items():
         seeds = draw[w]
-        ref = min(np.mean([by_policy[h][s] for s in seeds]) for h in HEURISTICS if h in by_policy)
+        refs = HEURISTICS if against is None else (against,)
+        ref = min(np.mean([by_policy[h][s] for s in seeds]) for h in refs if h in by_policy)
         logs.append(math.log(np.mean([by_policy[policy][s] for s in seeds]) / ref))
     return math.exp(float(np.mean(logs)))
 
@@ -58,12 +63,19 @@ def main() -> int:
     parser.add_argument("--policy", default="bo-gp-ei")
     parser.add_argument("--draws", type=int, default=2000)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--against",
+        default=None,
+        help="another policy of the table: the geometric mean over workloads of --policy's "
+        "mean JCT over its, with the same bootstrap (paired: the same seeds for both)",
+    )
     args = parser.parse_args()
     jcts = _jcts(_rows(args.table))
     seeds = {w: sorted(next(iter(p.values())).keys()) for w, p in jcts.items()}
     policies = sorted({p for by in jcts.values() for p in by})
-    if args.policy not in policies:
-        parser.error(f"--policy {args.policy!r} is not in the table ({', '.join(policies)})")
+    for flag, name in (("--policy", args.policy), ("--against", args.against)):
+        if name is not None and name not in policies:
+            parser.error(f"{flag} {name!r} is not in the table ({', '.join(policies)})")
     rng = np.random.default_rng(args.seed)
     draws = [
         {w: list(rng.choice(s, size=len(s))) for w, s in seeds.items()} for _ in range(args.draws)
@@ -73,6 +85,17 @@ def main() -> int:
         boot = [geomean(jcts, p, d) for d in draws]
         lo, hi = np.percentile(boot, [2.5, 97.5])
         print(f"{p}: geomean {point:.3f}, bootstrap 95% [{lo:.3f}, {hi:.3f}] ({args.draws} draws)")
+    if args.against:
+        pair = [geomean(jcts, args.policy, seeds, args.against)]
+        boot = [geomean(jcts, args.policy, d, args.against) for d in draws]
+        lo, hi = np.percentile(boot, [2.5, 97.5])
+        wins = sum(
+            np.mean([by[args.policy][s] for s in seeds[w]])
+            < np.mean([by[args.against][s] for s in seeds[w]])
+            for w, by in jcts.items()
+        )
+        print(f"{args.policy} / {args.against}: geomean {pair[0]:.3f}, bootstrap 95% "
+              f"[{lo:.3f}, {hi:.3f}]; lower mean JCT on {wins} of {len(jcts)} workloads")  # fmt: skip
     if args.before:
         old = _jcts(_rows(args.before))
         total = [0, 0, 0]
