@@ -63,6 +63,8 @@ ENV_ID = "cluster_envs/MoldableScheduling-v0"
 BEST_SINGLE = "threshold-eta"
 #: Validation seeds of the learning curve.
 VAL_SEEDS = tuple(range(500, 508))
+#: A workload name that stands for the env's preset, not a family (:func:`env_kwargs`).
+PRESET_PREFIX = "preset:"
 
 
 @dataclass(frozen=True)
@@ -127,13 +129,23 @@ MOLDABLE = ENV_SPECS["moldable"]
 
 def env_kwargs(family: str, split: str, num_jobs: int | None = None,
                spec: EnvSpec = MOLDABLE) -> dict[str, Any]:  # fmt: skip
-    """The env kwargs of ``family``'s ``split`` as the generalist plays it."""
+    """The env kwargs of ``family``'s ``split`` as the generalist plays it.
+
+    ``family`` may also be ``preset:NAME``, the env's preset NAME (e.g. ``preset:default``,
+    the main job's workload): a preset has no split streams, so its splits are told apart
+    by their seeds alone (validation :data:`VAL_SEEDS`, demonstrations from
+    ``DEMO_SEED_OFFSET``, cards' tests 100-119: disjoint).
+    """
     extra: dict[str, Any] = {} if num_jobs is None else {"num_jobs": num_jobs}
     if spec.action is not None:
         extra["action"] = spec.action
     if spec.hint_policies is not None:
         extra["hint_policies"] = list(spec.hint_policies)
-    return {"family": family, "split": split, "observation": spec.observation, **extra}
+    if family.startswith(PRESET_PREFIX):
+        where = {"preset": family[len(PRESET_PREFIX) :]}
+    else:
+        where = {"family": family, "split": split}
+    return {**where, "observation": spec.observation, **extra}
 
 
 def make_env(family: str, split: str, num_jobs: int | None = None,
@@ -187,11 +199,16 @@ def env_kwargs_of(spec: EnvSpec) -> dict[str, Any]:
 
 
 def families_of(names: str, spec: EnvSpec) -> list[str]:
-    """A comma-separated family list; ``all`` (or the env's short name): every family."""
+    """A comma-separated family list; ``all`` (or the env's short name) in it: every family
+    there; ``preset:NAME`` entries (:func:`env_kwargs`) are kept as given."""
     from cluster_envs.workload.families import family_names
 
-    listed = [f for f in names.split(",") if f]
-    return family_names(spec.short) if listed in (["all"], [spec.short]) else listed
+    listed: list[str] = []
+    for name in (f for f in names.split(",") if f):
+        for f in family_names(spec.short) if name in ("all", spec.short) else [name]:
+            if f not in listed:
+                listed.append(f)
+    return listed
 
 
 class _ModelAgent:

@@ -5,7 +5,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import gymnasium as gym
 import numpy as np
+import pytest
 from helpers import play_registry_agent
 
 import cluster_envs  # noqa: F401  (registers the envs)
@@ -13,6 +15,7 @@ from agents import generalist
 from agents.generalist_card import replay
 from agents.policy import PRETRAINED_DIR, Sb3Agent, pretrained_info
 from cluster_envs.envs.rollout import HeuristicAgent, rollout
+from cluster_envs.errors import ConfigError
 from cluster_envs.policies import make_agent
 from cluster_envs.workload.families import family_names
 
@@ -26,14 +29,15 @@ def test_train_placement_clones_first_fit_and_scores_validation(tmp_path: Path) 
     out = tmp_path / "run"
     generalist.main(["train", "--env", "placement", "--out", str(out), "--timesteps", "0",
                      "--num-jobs", "12", "--pretrain-episodes", "3", "--dagger-rounds", "0",
-                     "--pretrain-epochs", "10", "--val-families", "synthetic-16,alibaba"])  # fmt: skip
+                     "--pretrain-epochs", "10",
+                     "--val-families", "synthetic-16,alibaba,preset:default"])  # fmt: skip
     record = json.loads((out / "train.json").read_text())
     assert record["env_id"] == "cluster_envs/JobPlacement-v0"
     assert record["env_kwargs"] == {"observation": "scale_free_hints"}
     assert record["warm_start"]["teacher"] == "fifo"
     assert record["warm_start"]["rounds"][0]["teacher_agreement"] > 0.95
     last = record["curve"][-1]
-    assert set(last["val_families"]) == {"synthetic-16", "alibaba"}
+    assert set(last["val_families"]) == {"synthetic-16", "alibaba", "preset:default"}
     assert last["val_worst_family"] == max(last["val_families"].values())
     assert (out / "best_model.zip").is_file()
     test = tmp_path / "val.json"
@@ -45,6 +49,21 @@ def test_train_placement_clones_first_fit_and_scores_validation(tmp_path: Path) 
     assert set(data["rows"]["synthetic-16"]) == {"fifo", "fifo-best-fit", "fifo-spread", "agent"}
     summary = generalist.summarize(str(test))
     assert summary["single"] == "fifo"
+
+
+def test_preset_workloads_stand_beside_the_families() -> None:
+    spec = generalist.spec_of("placement")
+    everything = generalist.families_of("all,preset:default,mixed", spec)
+    assert everything == [*family_names("placement"), "preset:default"]
+    kwargs = generalist.env_kwargs("preset:default", "validation", 12, spec)
+    assert kwargs == {"preset": "default", "observation": "scale_free_hints", "num_jobs": 12}
+    # the env's own default preset, seed for seed (a preset has no split streams)
+    ours = generalist.make_env("preset:default", "validation", 12, spec)
+    plain = gym.make(f"cluster_envs/{NAME}", observation="scale_free_hints", num_jobs=12)
+    for seed in (500, 501):
+        assert np.array_equal(ours.reset(seed=seed)[0], plain.reset(seed=seed)[0])
+    with pytest.raises(ConfigError, match="unknown preset 'nope'"):
+        generalist.make_env("preset:nope", "validation", 12, spec)
 
 
 def test_shipped_card_covers_every_family_and_its_ratios_follow_its_seeds() -> None:
