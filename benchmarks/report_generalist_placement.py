@@ -5,6 +5,11 @@ ENV=cluster_envs/JobPlacement-v0), the recipe/ablation runs under runs/gp/ (thei
 flags are in the table) and benchmarks/results/generalist_placement_teachers.json.
 
     python benchmarks/report_generalist_placement.py
+
+It wrote the first-fit clone's version of the file (the recipe shipped until 2026-12-05); the
+file has been extended by hand since (the BO and fifo-rollout teachers, the fifo-rollout clone
+now shipped), so rerunning it would drop those sections: read it as the record of how the
+first-fit clone's tables were made.
 """
 
 import json
