@@ -60,6 +60,6 @@ def test_notebook_executes(tmp_path: Path) -> None:
     # the generalist placement agent next to the heuristics on a family's test split
     family = tmp_path / "runs" / "notebook" / "placement-family" / "results.json"
     rows = json.loads(family.read_text())["rows"]
-    assert {r["workload"] for r in rows} == {"alibaba/test"}
+    assert {r["workload"] for r in rows} == {"philly-time/test"}
     assert "pretrained:JobPlacement-v0" in {r["policy"] for r in rows}
     assert all(r["status"] == "ok" for r in rows)
