@@ -69,6 +69,12 @@ class LookaheadTeacher:
             frozen estimate) on its model's curve, counted inside its own window only
             (as the ``quality_auc`` metric), sampled every :data:`QUALITY_SAMPLES`-th of
             the horizon.
+        continuations: ``None``: each candidate's first decision is scored by playing
+            *that candidate* on (a policy-selection lookahead). Otherwise a rollout with
+            several base heuristics: the candidates' distinct first decisions are each
+            scored by the best (lowest-cost) fork among these heuristics playing on after
+            it, so a decision is judged by its best known continuation, not by the
+            heuristic that proposed it (``lookahead-multi``; JCT objective only).
     """
 
     def __init__(
@@ -78,6 +84,7 @@ class LookaheadTeacher:
         arrivals: str = "none",
         num_samples: int = 16,
         objective: str = "jct",
+        continuations: Sequence[str] | None = None,
     ) -> None:
         if objective not in OBJECTIVES:
             raise ConfigError(f"LookaheadTeacher objective must be one of {OBJECTIVES}")
@@ -94,14 +101,22 @@ class LookaheadTeacher:
             raise ConfigError(
                 f"LookaheadTeacher num_samples must be an int >= 1, got {num_samples!r}"
             )
+        if continuations is not None and (not continuations or objective != "jct"):
+            raise ConfigError(
+                "LookaheadTeacher continuations need at least one heuristic and objective='jct'"
+            )
         self.candidates = tuple(candidates)
+        self.continuations = None if continuations is None else tuple(continuations)
         self.horizon_s = horizon_s
         self.num_samples = num_samples if arrivals == "sampled" else 0
         self.arrivals = arrivals
         suffix = f";arrivals={num_samples}" if self.num_samples else ""
+        if self.continuations is not None:
+            suffix += ";then=" + ",".join(self.continuations)
         self.name = "lookahead(" + ",".join(self.candidates) + suffix + ")"
         self._decision = 0
         self._policies: list[tuple[str, Any]] = []
+        self._continue: list[Any] = []
         self._env: Any = None
         self._seed: int | None = 0
         self.choices: dict[str, int] = {}
@@ -121,6 +136,11 @@ class LookaheadTeacher:
                 policy = base.policy(name)
                 policy.reset(self._seed)
                 self._policies.append((name, policy))
+            self._continue = []
+            for name in self.continuations or ():
+                policy = base.policy(name)
+                policy.reset(self._seed)
+                self._continue.append(policy)
 
     def act(self, env: gym.Env, obs: np.ndarray, info: dict[str, Any]) -> Any:
         base: Any = env.unwrapped
@@ -134,13 +154,20 @@ class LookaheadTeacher:
         known = np.array([*sim.queue, *sim.active], dtype=np.int64)
         self._decision += 1
         best: tuple[float, int, Any] | None = None
+        seen: set[str] = set()
         for rank, (_name, policy) in enumerate(self._policies):
             decision = policy.decide(sim.view())
             try:
-                base.action_for(decision)
+                action = base.action_for(decision)
             except InfeasibleDecisionError:
                 continue  # this candidate's choice is one the env cannot express
-            if self.objective == "quality":
+            if self._continue:
+                key = repr(action)
+                if key in seen:
+                    continue  # an earlier candidate proposed the same action: same cost
+                seen.add(key)
+                cost = min(self._cost(sim, c, decision, known) for c in self._continue)
+            elif self.objective == "quality":
                 cost = self._quality_cost(base, policy, decision, known)
             else:
                 cost = self._cost(sim, policy, decision, known)
@@ -314,6 +341,11 @@ def _make_lookahead(base: str, listed: str, env_id: str) -> LookaheadTeacher:
     kwargs: dict[str, Any] = {"arrivals": "sampled"} if base == "lookahead-arrivals" else {}
     if "Metis" in env_id:  # MetisAllocation is scored on quality, not completion times
         kwargs["objective"] = "quality"
+    if base == "lookahead-multi":  # candidates' first decisions x every candidate after them
+        if "Moldable" not in env_id:  # it tells decisions apart by their one-step action
+            raise ConfigError(f"lookahead-multi plays MoldableScheduling only, not {env_id}")
+        names = tuple(c for c in listed.split(",") if c) or MOLDABLE_CANDIDATES
+        return LookaheadTeacher(names, continuations=names)
     if listed:
         return LookaheadTeacher(tuple(c for c in listed.split(",") if c), **kwargs)
     if "Moldable" in env_id:
@@ -326,4 +358,4 @@ def _make_lookahead(base: str, listed: str, env_id: str) -> LookaheadTeacher:
 
 
 #: Teacher names besides registered heuristics.
-TEACHERS = ("lookahead", "lookahead-arrivals")
+TEACHERS = ("lookahead", "lookahead-arrivals", "lookahead-multi")

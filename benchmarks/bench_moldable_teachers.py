@@ -3,7 +3,9 @@
 Plays ``threshold-eta`` and the moldable lookahead teachers of ``agents/teacher.py``
 (``lookahead``: believed forks without future arrivals; ``lookahead-arrivals``: with
 sampled ones) on a few MoldableScheduling families' *validation* splits and prints each
-one's ratio of mean JCT to threshold-eta's, with CPU time.
+one's ratio of mean JCT to threshold-eta's (the first of ``--teachers``), with CPU time;
+``--teachers threshold-eta,lookahead,lookahead-multi`` compares the policy-selection
+lookahead with the rollout over several base heuristics.
 
     python benchmarks/bench_moldable_teachers.py --families synthetic-16,philly-time \
         --seeds 500-503 --out F.json
@@ -33,6 +35,8 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--families", default="synthetic-16,philly-time")
     ap.add_argument("--seeds", default="500-503")
+    ap.add_argument("--teachers", default=",".join(TEACHERS),
+                    help="comma-separated: heuristics or teachers (first: the reference)")  # fmt: skip
     ap.add_argument("--out", required=True)
     args = ap.parse_args()
     seeds = parse_seeds(args.seeds)  # validation seeds; a bad list is a ConfigError
@@ -40,12 +44,13 @@ def main() -> None:
     for fam in args.families.split(","):
         env = gym.make(ENV, family=fam, split="validation")
         rows[fam] = {}
-        for name in TEACHERS:
+        names = [n for n in args.teachers.split(",") if n]
+        for name in names:
             start = time.process_time()
             agent = make_teacher(name, ENV) or HeuristicAgent(name)
             jct = [rollout(env, agent, s).metrics["avg_jct_s"] for s in seeds]
             rows[fam][name] = {"avg_jct_s": jct, "cpu_s": round(time.process_time() - start, 2)}
-        ref = np.asarray(rows[fam]["threshold-eta"]["avg_jct_s"])
+        ref = np.asarray(rows[fam][names[0]]["avg_jct_s"])
         line = {
             n: round(float(np.mean(r["avg_jct_s"]) / ref.mean()), 4) for n, r in rows[fam].items()
         }

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gymnasium as gym
 import numpy as np
+import pytest
 from sb3_contrib import MaskablePPO
 from stable_baselines3.common.callbacks import BaseCallback, CallbackList
 from stable_baselines3.common.vec_env import DummyVecEnv
@@ -11,9 +12,10 @@ from stable_baselines3.common.vec_env import DummyVecEnv
 import cluster_envs  # noqa: F401
 from agents.grouped_rollouts import InputDependentBaseline, SharedSeedWrapper
 from agents.set_policy import SetPolicy
-from agents.teacher import LookaheadTeacher
+from agents.teacher import LookaheadTeacher, make_teacher
 from cluster_envs.envs.rollout import HeuristicAgent, rollout
-from cluster_envs.sim.fork import fork_believed, play_ahead
+from cluster_envs.errors import ConfigError
+from cluster_envs.sim.fork import fork_believed, play_ahead, settle
 
 MOLDABLE = "cluster_envs/MoldableScheduling-v0"
 
@@ -71,6 +73,59 @@ def test_lookahead_acts_within_mask_and_picks_among_candidates() -> None:
             break
     assert sum(teacher.choices.values()) >= 1
     assert set(teacher.choices) <= set(teacher.candidates)
+
+
+def _believed_cost(sim, decision, continuation) -> float:  # type: ignore[no-untyped-def]
+    """Total believed completion time of the jobs known now: ``decision``, then
+    ``continuation`` to the end, on a believed fork (written out here, not the teacher's)."""
+    known = [*sim.queue, *sim.active]
+    fork, policy = fork_believed(sim, continuation)
+    fork.apply(decision)
+    settle(fork, policy)
+    play_ahead(fork, policy, float("inf"))
+    return float(np.sum(fork.finish_s[known] - sim.now_s))
+
+
+def test_multi_continuation_lookahead_keeps_the_first_action_with_the_best_continuation() -> None:
+    env = _env(num_jobs=40)
+    obs, info = env.reset(seed=4)
+    base = env.unwrapped
+    first, then = ("sjf", "max-parallelism", "tetris"), ("sjf", "threshold-eta")
+    walker = HeuristicAgent(base.policy("sjf"))
+    for _ in range(40):  # find a decision where scoring by the best continuation matters
+        view = base.sim.view()
+        costs: dict[str, list[float]] = {}
+        for name in first:
+            proposer = base.policy(name)
+            proposer.reset(None)
+            decision = proposer.decide(view)
+            key = repr(base.action_for(decision))
+            if key not in costs:
+                conts = [base.policy(c) for c in then]
+                for c in conts:
+                    c.reset(None)
+                costs[key] = [_believed_cost(base.sim, decision, c) for c in conts]
+        by_best = min(costs, key=lambda k: min(costs[k]))
+        by_worst = min(costs, key=lambda k: max(costs[k]))
+        if by_best != by_worst:
+            break
+        obs, _, term, trunc, info = env.step(walker.act(env, obs, info))
+        assert not (term or trunc), "no decision where the continuations disagree"
+    teacher = LookaheadTeacher(first, continuations=then)
+    teacher.reset(None)
+    assert repr(teacher.act(env, obs, info)) == by_best
+    assert teacher.name == "lookahead(sjf,max-parallelism,tetris;then=sjf,threshold-eta)"
+
+
+def test_multi_continuation_lookahead_is_checked() -> None:
+    with pytest.raises(ConfigError, match="continuations"):
+        LookaheadTeacher(("sjf",), continuations=())
+    with pytest.raises(ConfigError, match="objective='jct'"):
+        LookaheadTeacher(("slaq",), continuations=("slaq",), objective="quality")
+    with pytest.raises(ConfigError, match="MoldableScheduling only"):
+        make_teacher("lookahead-multi", "cluster_envs/JobPlacement-v0")
+    teacher = make_teacher("lookahead-multi:sjf,tetris", MOLDABLE)
+    assert teacher.candidates == teacher.continuations == ("sjf", "tetris")
 
 
 class _Snapshot(BaseCallback):
