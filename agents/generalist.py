@@ -12,7 +12,8 @@ baselines and its default teacher.
 ``python -m agents.generalist train --out DIR [...]``: MaskablePPO with
 :class:`agents.set_policy.SetPolicy` on scale-free observations of a family's *train*
 split, optionally warm-started by behaviour cloning (+ DAgger) from a teacher
-(``--teacher``: a heuristic, ``lookahead`` or ``lookahead-arrivals``), optionally with input-dependent baselines
+(``--teacher``: a heuristic, ``lookahead``, ``lookahead-arrivals``, ``lookahead-multi`` (moldable)
+or ``switch`` (Metis); see :mod:`agents.teacher`), optionally with input-dependent baselines
 (``--groups``: envs in groups sharing workload seeds). Every ``--eval-freq`` steps the
 deterministic policy plays the *validation* split and its geometric-mean JCT ratio to
 the env's reference heuristic there is logged to ``curve.json``; the best checkpoint by
