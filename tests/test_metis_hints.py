@@ -124,7 +124,9 @@ CUSTOM = ["tiresias", "slaq-window", "slaq"]
 
 def test_hint_policies_set_the_options_fields_and_actions() -> None:
     kwargs = SETTINGS[1]
-    env = gym.make(METIS, action="hints", observation="scale_free_hints", hint_policies=CUSTOM, **kwargs)
+    env = gym.make(
+        METIS, action="hints", observation="scale_free_hints", hint_policies=CUSTOM, **kwargs
+    )
     plain = gym.make(METIS, observation="scale_free", **kwargs)
     base: Any = env.unwrapped
     assert base.hints.options == (*CUSTOM, "keep", "pause")
