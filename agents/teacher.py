@@ -131,16 +131,14 @@ class LookaheadTeacher:
     def _configure(self, base: Any) -> None:
         if base is not self._env:
             self._env = base
-            self._policies = []
-            for name in self.candidates:
-                policy = base.policy(name)
-                policy.reset(self._seed)
-                self._policies.append((name, policy))
-            self._continue = []
-            for name in self.continuations or ():
-                policy = base.policy(name)
-                policy.reset(self._seed)
-                self._continue.append(policy)
+            self._policies = [(name, self._fresh(base, name)) for name in self.candidates]
+            self._continue = [self._fresh(base, name) for name in self.continuations or ()]
+
+    def _fresh(self, base: Any, name: str) -> Any:
+        """The env's heuristic ``name``, reset for this episode."""
+        policy = base.policy(name)
+        policy.reset(self._seed)
+        return policy
 
     def act(self, env: gym.Env, obs: np.ndarray, info: dict[str, Any]) -> Any:
         base: Any = env.unwrapped

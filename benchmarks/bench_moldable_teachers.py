@@ -40,11 +40,13 @@ def main() -> None:
     ap.add_argument("--out", required=True)
     args = ap.parse_args()
     seeds = parse_seeds(args.seeds)  # validation seeds; a bad list is a ConfigError
+    names = [n for n in args.teachers.split(",") if n]
+    if not names:
+        ap.error("--teachers names no heuristic or teacher")
     rows: dict[str, Any] = {}
     for fam in args.families.split(","):
         env = gym.make(ENV, family=fam, split="validation")
         rows[fam] = {}
-        names = [n for n in args.teachers.split(",") if n]
         for name in names:
             start = time.process_time()
             agent = make_teacher(name, ENV) or HeuristicAgent(name)
