@@ -53,6 +53,7 @@ from agents.imitation import (
     PretrainSettings,
     collect_demonstrations,
     pretrain,
+    pretrain_interleaved,
     warm_start,
 )
 from agents.set_policy import FlatPolicy, SetPolicy, adapt
@@ -351,27 +352,36 @@ def warm_start_families(
     seed: int,
     num_jobs: int | None = None,
     spec: EnvSpec = MOLDABLE,
+    interleaved: bool = False,
 ) -> dict[str, Any]:
     """BC (+ DAgger) from ``settings.teacher`` on each of ``families``' *train* splits into
     ``model``'s one set of weights, in place (``--demo-families``).
 
     The clusters differ in shape, so each family keeps its own demonstrations and its own
-    view of the model (:func:`adapt`: same weights, that family's spaces); every epoch
-    fits one pass over each family's data in turn, the weights carried from view to view.
-    The value head is not fitted (``value_coef`` 0: the model's returns are normalised,
-    the demonstrations' are not). DAgger rounds let each family's view play its episodes.
+    view of the model (:func:`adapt`: same weights, that family's spaces). By default
+    (``--demo-fit passes``) every epoch fits one pass over each family's data in turn, the
+    weights carried from view to view, a fresh optimizer per pass. With ``interleaved``
+    (``--demo-fit interleaved``) the views share their parameter tensors and
+    :func:`pretrain_interleaved` visits all families' minibatches in one shuffled order per
+    epoch with one optimizer, so the last family of an epoch does not pull the weights its
+    way. The value head is not fitted (``value_coef`` 0: the model's returns are
+    normalised, the demonstrations' are not). DAgger rounds let each family's view play
+    its episodes.
     """
     one_pass = dataclasses.replace(settings, epochs=1, value_coef=0.0)
     envs = {f: make_env(f, "train", num_jobs, spec) for f in families}
     kwargs = {f: env_kwargs(f, "train", num_jobs, spec) for f in families}
-    views = {f: adapt(model, envs[f]) for f in families}
+    views = {f: adapt(model, envs[f], tie=interleaved) for f in families}
     gamma, n = float(model.gamma), settings.episodes
 
     def sync(src: Any, dst: Any) -> None:
-        if src is not dst:
+        if src is not dst and not interleaved:
             dst.policy.load_state_dict(src.policy.state_dict())
 
     def fit(demos: dict[str, Demonstrations], salt: int) -> dict[str, Any]:
+        if interleaved:
+            whole = dataclasses.replace(settings, value_coef=0.0)
+            return pretrain_interleaved(views, demos, whole, seed + salt * 1000)
         losses: dict[str, Any] = {}
         for epoch in range(settings.epochs):
             for f in families:
@@ -395,6 +405,7 @@ def warm_start_families(
         rounds.append({"round": r, "player": "agent", spec.metric: played,
                        "losses": fit(demos, r)})  # fmt: skip
     return {"teacher": settings.teacher, "families": families, "episodes_per_round": n,
+            "fit": "interleaved" if interleaved else "passes",
             "dagger_rounds": settings.dagger_rounds,
             "steps": {f: len(d) for f, d in demos.items()}, "rounds": rounds}  # fmt: skip
 
@@ -453,8 +464,9 @@ def train(args: argparse.Namespace) -> None:
         kwargs = env_kwargs(args.family, "train", args.num_jobs, spec)
         if args.demo_families:
             families = families_of(args.demo_families, spec)
-            record["warm_start"] = warm_start_families(model, families, settings, args.seed,
-                                                       args.num_jobs, spec)  # fmt: skip
+            record["warm_start"] = warm_start_families(
+                model, families, settings, args.seed, args.num_jobs, spec,
+                interleaved=args.demo_fit == "interleaved")  # fmt: skip
         else:
             record["warm_start"] = warm_start(model, spec.env_id, kwargs, settings, args.seed)
         model.save(out / "pretrained_model.zip")
@@ -662,6 +674,14 @@ def main(argv: list[str] | None = None) -> None:
         default="",
         help="comma-separated families whose train splits the warm start imitates "
         "(each its own cluster; 'all' or the env's name: every family); default: --family",
+    )
+    t.add_argument(
+        "--demo-fit",
+        default="passes",
+        choices=("passes", "interleaved"),
+        help="how --demo-families' data is fitted: one pass per family in turn each epoch "
+        "(passes, the shipped recipes') or all families' minibatches shuffled together with "
+        "one optimizer (interleaved)",
     )
     t.add_argument("--dagger-rounds", type=int, default=1)
     t.add_argument(

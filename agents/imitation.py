@@ -193,6 +193,62 @@ def _allowed(space: gym.Space, action: Any, mask: np.ndarray) -> bool:
     return bool(mask[int(np.asarray(action).reshape(-1)[0])])
 
 
+class _Fit:
+    """One model's demonstrations as tensors, and the loss of a minibatch of them."""
+
+    def __init__(self, model: BaseAlgorithm, demos: Demonstrations, value_coef: float) -> None:
+        policy: Any = (
+            model.policy
+        )  # BasePolicy in SB3's types; DQN's has q_net, PPO's evaluate_actions
+        obs = demos.observations
+        env = model.get_env()
+        if isinstance(env, VecNormalize):
+            if env.norm_obs:
+                env.obs_rms.update(obs)
+                obs = np.asarray(env.normalize_obs(obs))
+            if env.norm_reward:  # the critic's targets would be on another scale
+                value_coef = 0.0
+        self.model, self.demos, self.obs, self.policy = model, demos, obs, policy
+        self.value_coef = value_coef
+        device = policy.device
+        self.obs_t = torch.as_tensor(obs, dtype=torch.float32, device=device)
+        self.is_q = hasattr(policy, "q_net")
+        act_t = torch.as_tensor(demos.actions, device=device).long()
+        if self.is_q or act_t.shape[1] == 1:
+            act_t = act_t[:, 0]
+        self.act_t = act_t
+        self.ret_t = torch.as_tensor(demos.returns, device=device)
+        masks = demos.masks
+        self.use_masks = (not self.is_q and masks is not None
+                          and _takes_masks(policy.evaluate_actions))  # fmt: skip
+        self.mask_t = torch.as_tensor(masks, device=device) if self.use_masks else None
+
+    def parameters(self) -> Any:
+        return self.policy.q_net.parameters() if self.is_q else self.policy.parameters()
+
+    def loss(self, idx: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """(total, imitation, value) losses of the rows ``idx``."""
+        if self.is_q:
+            imitation, value = _dqn_losses(self.policy, self.obs_t[idx], self.act_t[idx],
+                                           self.ret_t[idx])  # fmt: skip
+        else:
+            kwargs = (
+                {"action_masks": self.mask_t[idx].cpu().numpy()} if self.mask_t is not None else {}
+            )
+            values, log_prob, _ = self.policy.evaluate_actions(self.obs_t[idx], self.act_t[idx],
+                                                               **kwargs)  # fmt: skip
+            imitation = -log_prob.mean()
+            value = F.mse_loss(values.flatten(), self.ret_t[idx])
+        return imitation + self.value_coef * value, imitation, value
+
+    def finish(self) -> float:
+        """Training mode off, DQN's target synced; the teacher agreement."""
+        self.policy.set_training_mode(False)
+        if self.is_q:
+            self.policy.q_net_target.load_state_dict(self.policy.q_net.state_dict())
+        return _agreement(self.model, self.obs, self.demos, self.use_masks)
+
+
 def pretrain(
     model: BaseAlgorithm,
     demos: Demonstrations,
@@ -203,50 +259,70 @@ def pretrain(
     ``teacher_agreement``, the share of demonstrated action entries (one per step, or one
     per slot of a MultiDiscrete action) where the model's deterministic action is the
     teacher's."""
-    policy: Any = model.policy  # BasePolicy in SB3's types; DQN's has q_net, PPO's evaluate_actions
-    obs = demos.observations
-    env = model.get_env()
-    value_coef = settings.value_coef
-    if isinstance(env, VecNormalize):
-        if env.norm_obs:
-            env.obs_rms.update(obs)
-            obs = np.asarray(env.normalize_obs(obs))
-        if env.norm_reward:  # the critic's targets would be on another scale
-            value_coef = 0.0
-    device = policy.device
-    obs_t = torch.as_tensor(obs, dtype=torch.float32, device=device)
-    is_q = hasattr(policy, "q_net")
-    act_t = torch.as_tensor(demos.actions, device=device).long()
-    if is_q or act_t.shape[1] == 1:
-        act_t = act_t[:, 0]
-    ret_t = torch.as_tensor(demos.returns, device=device)
-    masks = demos.masks
-    use_masks = not is_q and masks is not None and _takes_masks(policy.evaluate_actions)
-    mask_t = torch.as_tensor(masks, device=device) if use_masks else None
-    params = policy.q_net.parameters() if is_q else policy.parameters()
-    optimizer = torch.optim.Adam(params, lr=settings.learning_rate)
+    fit = _Fit(model, demos, settings.value_coef)
+    optimizer = torch.optim.Adam(fit.parameters(), lr=settings.learning_rate)
     generator = torch.Generator().manual_seed(seed)
-    policy.set_training_mode(True)
+    fit.policy.set_training_mode(True)
     losses = {"imitation_loss": float("nan"), "value_loss": float("nan")}
     for _ in range(settings.epochs):
         order = torch.randperm(len(demos), generator=generator)
         for idx in order.split(settings.batch_size):
-            if is_q:
-                imitation, value = _dqn_losses(policy, obs_t[idx], act_t[idx], ret_t[idx])
-            else:
-                kwargs = {"action_masks": mask_t[idx].cpu().numpy()} if mask_t is not None else {}
-                values, log_prob, _ = policy.evaluate_actions(obs_t[idx], act_t[idx], **kwargs)
-                imitation = -log_prob.mean()
-                value = F.mse_loss(values.flatten(), ret_t[idx])
-            loss = imitation + value_coef * value
+            loss, imitation, value = fit.loss(idx)
             optimizer.zero_grad()
             loss.backward()
             optimizer.step()
             losses = {"imitation_loss": imitation.item(), "value_loss": value.item()}
-    policy.set_training_mode(False)
-    if is_q:
-        policy.q_net_target.load_state_dict(policy.q_net.state_dict())
-    losses["teacher_agreement"] = _agreement(model, obs, demos, use_masks)
+    losses["teacher_agreement"] = fit.finish()
+    return losses
+
+
+def pretrain_interleaved(
+    models: dict[str, BaseAlgorithm],
+    demos: dict[str, Demonstrations],
+    settings: PretrainSettings,
+    seed: int,
+) -> dict[str, dict[str, float]]:
+    """Fit one set of weights to several datasets at once (``--demo-fit interleaved``).
+
+    ``models[k]`` are views of *one* policy whose parameters are shared
+    (:func:`agents.set_policy.adapt` with ``tie=True``: each view has its own
+    observation and action spaces, e.g. one per cluster shape). Every epoch draws each
+    dataset's minibatches in a fresh random order and visits all of them in one shuffled
+    sequence, with one Adam optimizer over the shared weights for the whole fit: no
+    dataset gets the last word, and the optimizer's moments are never reset between
+    datasets. Returns each dataset's last losses and teacher agreement.
+    """
+    if set(models) != set(demos) or not models:
+        raise ConfigError(f"pretrain_interleaved needs one model per dataset, got models "
+                          f"{sorted(models)} and demonstrations {sorted(demos)}")  # fmt: skip
+    names = list(demos)
+    fits = {k: _Fit(models[k], demos[k], settings.value_coef) for k in names}
+    first = fits[names[0]]
+    shared = {id(p) for p in first.parameters()}
+    for k in names[1:]:
+        if {id(p) for p in fits[k].parameters()} != shared:
+            raise ConfigError(
+                f"pretrain_interleaved: model {k!r} does not share its weights "
+                f"with {names[0]!r} (build the views with adapt(..., tie=True))"
+            )
+    optimizer = torch.optim.Adam(first.parameters(), lr=settings.learning_rate)
+    generator = torch.Generator().manual_seed(seed)
+    for fit in fits.values():
+        fit.policy.set_training_mode(True)
+    losses = {k: {"imitation_loss": float("nan"), "value_loss": float("nan")} for k in names}
+    for _ in range(settings.epochs):
+        batches = [(k, idx) for k in names
+                   for idx in torch.randperm(len(demos[k]), generator=generator)
+                   .split(settings.batch_size)]  # fmt: skip
+        for b in torch.randperm(len(batches), generator=generator).tolist():
+            k, idx = batches[b]
+            loss, imitation, value = fits[k].loss(idx)
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+            losses[k] = {"imitation_loss": imitation.item(), "value_loss": value.item()}
+    for k in names:
+        losses[k]["teacher_agreement"] = fits[k].finish()
     return losses
 
 

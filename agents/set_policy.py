@@ -236,9 +236,11 @@ class FlatPolicy(MaskableActorCriticPolicy):
         return data
 
 
-def adapt(model: Any, env: Any) -> Any:
+def adapt(model: Any, env: Any, tie: bool = False) -> Any:
     """``model`` (MaskablePPO with SetPolicy or FlatPolicy) rebuilt for ``env``'s spaces,
-    same weights.
+    same weights: a copy of them, or with ``tie`` the very same parameter tensors (a step
+    of an optimizer on either model moves both; for fitting one policy to several cluster
+    shapes at once, :func:`agents.imitation.pretrain_interleaved`).
 
     Raises a ConfigError naming both shapes when the weights cannot serve ``env``
     (another per-slot field count or global summary; for FlatPolicy also another K).
@@ -262,7 +264,19 @@ def adapt(model: Any, env: Any) -> Any:
             f"{policy.action_space} cannot serve {env.observation_space.shape} / "
             f"{env.action_space}: {exc}"
         ) from exc
+    if tie:
+        _tie_parameters(new.policy, policy)
     return new
+
+
+def _tie_parameters(dst: torch.nn.Module, src: torch.nn.Module) -> None:
+    """Make every parameter of ``dst`` the same tensor as ``src``'s of that name."""
+    for name, param in src.named_parameters():
+        *path, leaf = name.split(".")
+        module = dst
+        for part in path:
+            module = getattr(module, part)
+        setattr(module, leaf, param)
 
 
 #: Policies ``policy:`` in the hyper-parameter YAML may name besides SB3's aliases.

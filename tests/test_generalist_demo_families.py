@@ -6,13 +6,15 @@ import json
 from pathlib import Path
 
 import numpy as np
+import pytest
 import torch
 from sb3_contrib import MaskablePPO
 from stable_baselines3.common.vec_env import DummyVecEnv, VecNormalize
 
 from agents import generalist
-from agents.imitation import PretrainSettings, collect_demonstrations
+from agents.imitation import PretrainSettings, collect_demonstrations, pretrain_interleaved
 from agents.set_policy import SetPolicy, adapt
+from cluster_envs.errors import ConfigError
 
 FAMILIES = ["mixed", "lublin-256"]  # 4-GPU and 8-GPU nodes: two observation shapes
 
@@ -35,13 +37,16 @@ def _agreement(model: MaskablePPO, family: str) -> float:
     return float(np.mean(np.asarray(predicted).reshape(-1) == demos.actions[:, 0]))
 
 
-def test_warm_start_families_fits_every_cluster_into_one_set_of_weights() -> None:
+@pytest.mark.parametrize("interleaved", [False, True])
+def test_warm_start_families_fits_every_cluster_into_one_set_of_weights(interleaved: bool) -> None:
     model = _model()
     before = {k: v.clone() for k, v in model.policy.state_dict().items()}
     untrained = {f: _agreement(model, f) for f in FAMILIES}
     settings = PretrainSettings(teacher="threshold-eta", episodes=4, epochs=15, dagger_rounds=1)
-    record = generalist.warm_start_families(model, FAMILIES, settings, seed=0, num_jobs=12)
+    record = generalist.warm_start_families(model, FAMILIES, settings, seed=0, num_jobs=12,
+                                            interleaved=interleaved)  # fmt: skip
     assert record["families"] == FAMILIES and len(record["rounds"]) == 2
+    assert record["fit"] == ("interleaved" if interleaved else "passes")
     assert all(record["steps"][f] > 0 for f in FAMILIES)
     assert any(not torch.equal(v, model.policy.state_dict()[k]) for k, v in before.items())
     # the weights learnt on the 8-GPU-node cluster reached the model itself
@@ -59,3 +64,33 @@ def test_train_with_demo_families_and_no_ppo(tmp_path: Path) -> None:
     assert record["warm_start"]["families"] == FAMILIES
     assert record["timesteps"] == 0 and len(record["curve"]) == 1
     assert (out / "best_model.zip").exists() and (out / "pretrained_model.zip").exists()
+
+
+def test_adapt_tie_shares_the_parameter_tensors() -> None:
+    model = _model()
+    other = generalist.make_env("lublin-256", "train", 12)  # 8-GPU nodes: another shape
+    tied, copied = adapt(model, other, tie=True), adapt(model, other)
+    assert tied.policy.observation_space == other.observation_space
+    with torch.no_grad():
+        for p in model.policy.parameters():
+            p.add_(1.0)
+    for name, p in model.policy.named_parameters():
+        assert dict(tied.policy.named_parameters())[name] is p
+        assert not torch.equal(dict(copied.policy.named_parameters())[name], p), name
+
+
+def test_pretrain_interleaved_refuses_views_that_do_not_share_weights() -> None:
+    model = _model()
+    kwargs = {"family": "lublin-256", "split": "train", "observation": "scale_free",
+              "num_jobs": 12}  # fmt: skip
+    demos = collect_demonstrations(generalist.ENV_ID, kwargs, "threshold-eta", 1, 7, 0.99)
+    env = generalist.make_env("lublin-256", "train", 12)
+    settings = PretrainSettings(teacher="threshold-eta", episodes=1, epochs=1)
+    mixed = collect_demonstrations(
+        generalist.ENV_ID, {**kwargs, "family": "mixed"}, "threshold-eta", 1, 7, 0.99
+    )
+    data = {"mixed": mixed, "lublin-256": demos}
+    with pytest.raises(ConfigError, match="'lublin-256' does not share its weights"):
+        pretrain_interleaved({"mixed": model, "lublin-256": adapt(model, env)}, data, settings, 0)
+    with pytest.raises(ConfigError, match="one model per dataset"):
+        pretrain_interleaved({"mixed": model}, data, settings, 0)
