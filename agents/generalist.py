@@ -12,14 +12,14 @@ baselines and its default teacher.
 ``python -m agents.generalist train --out DIR [...]``: MaskablePPO with
 :class:`agents.set_policy.SetPolicy` on scale-free observations of a family's *train*
 split, optionally warm-started by behaviour cloning (+ DAgger) from a teacher
-(``--teacher``: a heuristic, ``lookahead``, ``lookahead-arrivals``, ``lookahead-multi`` (moldable)
-or ``switch`` (Metis); see :mod:`agents.teacher`), optionally with input-dependent baselines
-(``--groups``: envs in groups sharing workload seeds). Every ``--eval-freq`` steps the
-deterministic policy plays the *validation* split and its geometric-mean JCT ratio to
-the env's reference heuristic there is logged to ``curve.json``; the best checkpoint by
-that ratio is ``best_model.zip`` (test splits are never looked at). ``--val-families``
-scores each checkpoint on several families' validation splits (the worst family's ratio,
-then the geometric mean, decide).
+(``--teacher``: a heuristic, ``lookahead``, ``lookahead-arrivals``, ``lookahead-multi`` or
+``lookahead-multi-arrivals`` (moldable) or ``switch`` (Metis); see :mod:`agents.teacher`),
+optionally with input-dependent baselines (``--groups``: envs in groups sharing workload
+seeds). Every ``--eval-freq`` steps the deterministic policy plays the *validation* split
+and its geometric-mean JCT ratio to the env's reference heuristic there is logged to
+``curve.json``; the best checkpoint by that ratio is ``best_model.zip`` (test splits are
+never looked at). ``--val-families`` scores each checkpoint on several families'
+validation splits (the worst family's ratio, then the geometric mean, decide).
 
 ``python -m agents.generalist evaluate --model M.zip [...]``: the model (adapted to each
 family's shapes) next to every heuristic of the env on every family's *test* split,

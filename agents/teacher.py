@@ -314,7 +314,9 @@ def option_action(base: Any) -> bool:
 
 def make_teacher(name: str, env_id: str, base: Any = None) -> Any:
     """The teacher agent ``name`` names (``lookahead``; ``lookahead:a,b,c``; the same with
-    ``lookahead-arrivals``: sampled future arrivals in the forks; ``switch[:base,other]``:
+    ``lookahead-arrivals``: sampled future arrivals in the forks; ``lookahead-multi[:a,b]``:
+    the rollout over several continuations, and ``lookahead-multi-arrivals`` with sampled
+    arrivals (MoldableScheduling); ``switch[:base,other]``:
     :class:`StarvationSwitch` on MetisAllocation's options), or ``None`` when
     ``name`` is a plain heuristic. On an env ``base`` whose action picks options
     (:func:`option_action`), a heuristic teacher follows its option (:class:`FollowOption`)
@@ -336,14 +338,15 @@ def make_teacher(name: str, env_id: str, base: Any = None) -> Any:
 
 
 def _make_lookahead(base: str, listed: str, env_id: str) -> LookaheadTeacher:
-    kwargs: dict[str, Any] = {"arrivals": "sampled"} if base == "lookahead-arrivals" else {}
+    sampled = base in ("lookahead-arrivals", "lookahead-multi-arrivals")
+    kwargs: dict[str, Any] = {"arrivals": "sampled"} if sampled else {}
     if "Metis" in env_id:  # MetisAllocation is scored on quality, not completion times
         kwargs["objective"] = "quality"
-    if base == "lookahead-multi":  # candidates' first decisions x every candidate after them
+    if base.startswith("lookahead-multi"):  # candidates' first decisions x every candidate after
         if "Moldable" not in env_id:  # it tells decisions apart by their one-step action
-            raise ConfigError(f"lookahead-multi plays MoldableScheduling only, not {env_id}")
+            raise ConfigError(f"{base} plays MoldableScheduling only, not {env_id}")
         names = tuple(c for c in listed.split(",") if c) or MOLDABLE_CANDIDATES
-        return LookaheadTeacher(names, continuations=names)
+        return LookaheadTeacher(names, continuations=names, **kwargs)
     if listed:
         return LookaheadTeacher(tuple(c for c in listed.split(",") if c), **kwargs)
     if "Moldable" in env_id:
@@ -356,4 +359,4 @@ def _make_lookahead(base: str, listed: str, env_id: str) -> LookaheadTeacher:
 
 
 #: Teacher names besides registered heuristics.
-TEACHERS = ("lookahead", "lookahead-arrivals", "lookahead-multi")
+TEACHERS = ("lookahead", "lookahead-arrivals", "lookahead-multi", "lookahead-multi-arrivals")

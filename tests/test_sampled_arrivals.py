@@ -121,6 +121,23 @@ def test_lookahead_arrivals_teacher_name() -> None:
     assert plain is not None and plain.num_samples == 0
 
 
+def test_multi_lookahead_with_sampled_arrivals_teacher_name() -> None:
+    """``lookahead-multi-arrivals``: the rollout over every candidate's continuation, its
+    forks carrying the sampled arrivals; ``lookahead-multi`` keeps the future out."""
+    from agents.teacher import MOLDABLE_CANDIDATES
+
+    moldable = "cluster_envs/MoldableScheduling-v0"
+    both = make_teacher("lookahead-multi-arrivals", moldable)
+    assert both is not None and both.arrivals == "sampled" and both.num_samples == 16
+    assert both.candidates == both.continuations == MOLDABLE_CANDIDATES
+    assert both.name.endswith(";arrivals=16;then=" + ",".join(MOLDABLE_CANDIDATES) + ")")
+    listed = make_teacher("lookahead-multi-arrivals:sjf,tetris", moldable)
+    assert listed.continuations == ("sjf", "tetris") and listed.num_samples == 16
+    assert make_teacher("lookahead-multi", moldable).num_samples == 0
+    with pytest.raises(ConfigError, match="lookahead-multi-arrivals plays MoldableScheduling"):
+        make_teacher("lookahead-multi-arrivals", PLACEMENT)
+
+
 def test_lookahead_follows_the_chosen_candidates_whole_placement() -> None:
     """Regression: JobPlacement's action_for stores a multi-node plan; the teacher must
     leave the chosen candidate's plan pending, not the last one tried (here spread)."""
