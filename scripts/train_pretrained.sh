@@ -25,20 +25,22 @@ if [ "$ENV" = "cluster_envs/MoldableScheduling-v0" ] && [ "${RECIPE:-}" != "spec
     # The shipped moldable agent is the issue-13 generalist (agents/generalist.py --env
     # moldable --hints): MaskablePPO + SetPolicy on scale-free observations with heuristic
     # hints (observation="scale_free_hints", cluster_envs/envs/moldable_hints.py), cloned
-    # from TEACHER (default lookahead-multi, agents/teacher.py: each decision, the candidate
-    # heuristics' first choices, each scored by its best continuation among the same
-    # heuristics on a believed fork, estimated lengths only) on the `mixed` family's train
-    # split: 20 demonstration episodes + 2 DAgger rounds of 20, 20 epochs per fit, no PPO.
-    # The checkpoint is chosen on every family's validation split and the default preset's
-    # (VAL_FAMILIES, seeds 500-507; they go on the card's curve), SEED 1 among seeds 0-1 on
+    # from TEACHER (default lookahead-multi-arrivals, agents/teacher.py: each decision, the
+    # candidate heuristics' first choices, each scored by its best continuation among the
+    # same heuristics on a believed fork, estimated lengths only, the fork carrying 16 future
+    # jobs resampled from those submitted so far) on the `mixed` family's train split: 20
+    # demonstration episodes + 2 DAgger rounds of 20, 20 epochs per fit, no PPO. The
+    # checkpoint is chosen on every family's validation split and the default preset's
+    # (VAL_FAMILIES, seeds 500-507; they go on the card's curve), SEED 0 among seeds 0-1 on
     # the same numbers (benchmarks/results/generalist_moldable.md); then every family's test
     # split (seeds 100-109, full episodes). ~15 min of training on the 2-core machine.
-    # TEACHER=lookahead SEED=0 VAL_FAMILIES=all: the agent shipped before (policy-selection
+    # TEACHER=lookahead-multi SEED=1: the agent shipped before (no future in the forks);
+    # TEACHER=lookahead SEED=0 VAL_FAMILIES=all: the one before that (policy-selection
     # lookahead).
     RUN=${RUN:-runs/pretrained-$NAME}
     PYTHON=${PYTHON:-.venv/bin/python}
-    SEED=${SEED:-1}
-    TEACHER=${TEACHER:-lookahead-multi}
+    SEED=${SEED:-0}
+    TEACHER=${TEACHER:-lookahead-multi-arrivals}
     VAL_FAMILIES=${VAL_FAMILIES:-all,preset:default}
     fresh_run
     SECONDS=0

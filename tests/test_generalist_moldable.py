@@ -25,7 +25,8 @@ def test_shipped_card_covers_every_family_and_its_ratios_follow_its_seeds() -> N
     assert card["env_kwargs"] == {"observation": "scale_free_hints"}
     assert card["reference_heuristic"] == REFERENCE
     assert (
-        card["budget"]["train_family"] == "mixed" and card["budget"]["teacher"] == "lookahead-multi"
+        card["budget"]["train_family"] == "mixed"
+        and card["budget"]["teacher"] == "lookahead-multi-arrivals"
     )
     test = card["test_families"]
     assert test["split"] == "test" and len(test["seeds"]) >= 10
