@@ -5,7 +5,11 @@ Plays ``threshold-eta`` and the moldable lookahead teachers of ``agents/teacher.
 sampled ones) on a few MoldableScheduling families' *validation* splits and prints each
 one's ratio of mean JCT to threshold-eta's (the first of ``--teachers``), with CPU time;
 ``--teachers threshold-eta,lookahead,lookahead-multi`` compares the policy-selection
-lookahead with the rollout over several base heuristics.
+lookahead with the rollout over several base heuristics, and ``lookahead-multi-arrivals``
+adds sampled arrivals to that rollout. A plain heuristic plays as the env builds it
+(``env.unwrapped.policy(name)``: it chooses among the jobs the action window can name, as
+the generalist's evaluation plays it); built by bare name, SJF could pick a job outside
+the window and stop the episode.
 
     python benchmarks/bench_moldable_teachers.py --families synthetic-16,philly-time \
         --seeds 500-503 --out F.json
@@ -49,7 +53,7 @@ def main() -> None:
         rows[fam] = {}
         for name in names:
             start = time.process_time()
-            agent = make_teacher(name, ENV) or HeuristicAgent(name)
+            agent = make_teacher(name, ENV) or HeuristicAgent(env.unwrapped.policy(name))
             jct = [rollout(env, agent, s).metrics["avg_jct_s"] for s in seeds]
             rows[fam][name] = {"avg_jct_s": jct, "cpu_s": round(time.process_time() - start, 2)}
         ref = np.asarray(rows[fam][names[0]]["avg_jct_s"])
