@@ -252,12 +252,17 @@ class IdleProbe:
         if base.config.action == "hints":
             counts, _ = decode_options(counts, base.hints.table(sim, slots), slots)
         requests = {j: int(counts[k]) for k, j in enumerate(slots) if j is not None}
-        got = AllocationState.from_sim(sim, base.num_slots).project(requests)
+        got = self.allocation(AllocationState.from_sim(sim, base.num_slots), requests)
         idle = sim.inventory.num_gpus - sum(got.values())
         waiting = len(sim.queue) + len(sim.active) - sum(1 for v in got.values() if v > 0)
         self.steps += 1
         self.idle += int(idle > 0 and waiting > 0)
         return action
+
+    @staticmethod
+    def allocation(state: Any, requests: dict[int, int]) -> dict[int, int]:
+        """GPUs per eligible job the env grants for ``requests`` (its projection)."""
+        return state.project(requests)  # type: ignore[no-any-return]
 
 
 def play_probed(env: gym.Env, agent: Any, seeds: Any,

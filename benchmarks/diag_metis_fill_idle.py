@@ -22,8 +22,6 @@ from __future__ import annotations
 import sys
 from typing import Any
 
-import numpy as np
-
 import agents.generalist as generalist
 from cluster_envs.envs.metis import MetisAllocationEnv
 from cluster_envs.policies import projection
@@ -71,23 +69,8 @@ def _filled_commit(self: MetisAllocationEnv, requests: dict[int, int]) -> Any:
         _filling[0] = False
 
 
-def _probe_act(self: generalist.IdleProbe, env: Any, obs: np.ndarray, info: dict[str, Any]) -> Any:
-    from cluster_envs.envs.metis_hints import decode_options
-
-    action = self.agent.act(env, obs, info)
-    base = env.unwrapped
-    sim, slots = base.sim, base.slots
-    counts = np.asarray(action).reshape(-1)
-    if base.config.action == "hints":
-        counts, _ = decode_options(counts, base.hints.table(sim, slots), slots)
-    requests = {j: int(counts[k]) for k, j in enumerate(slots) if j is not None}
-    state = AllocationState.from_sim(sim, base.num_slots)
-    got = fill(state, _project(state, requests))
-    idle = sim.inventory.num_gpus - sum(got.values())
-    waiting = len(sim.queue) + len(sim.active) - sum(1 for v in got.values() if v > 0)
-    self.steps += 1
-    self.idle += int(idle > 0 and waiting > 0)
-    return action
+def _probe_allocation(state: AllocationState, requests: dict[int, int]) -> dict[int, int]:
+    return fill(state, _project(state, requests))
 
 
 _commit = MetisAllocationEnv._commit
@@ -99,7 +82,7 @@ def main(argv: list[str]) -> None:
     _mode[0] = argv[0]
     projection.AllocationState.project = _filled_project  # type: ignore[method-assign]
     MetisAllocationEnv._commit = _filled_commit  # type: ignore[method-assign]
-    generalist.IdleProbe.act = _probe_act  # type: ignore[method-assign]
+    generalist.IdleProbe.allocation = staticmethod(_probe_allocation)  # type: ignore[method-assign,assignment]
     generalist.main(argv[1:])
 
 
