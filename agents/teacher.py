@@ -75,6 +75,12 @@ class LookaheadTeacher:
             scored by the best (lowest-cost) fork among these heuristics playing on after
             it, so a decision is judged by its best known continuation, not by the
             heuristic that proposed it (``lookahead-multi``; JCT objective only).
+        commit: Decisions a choice is kept for: the chosen candidate is followed for
+            the next ``commit - 1`` decisions without a lookahead (``1``: re-chosen at
+            every decision).
+        margin: Hysteresis: a challenger replaces the candidate chosen last only when
+            its cost is lower by more than ``margin`` times the incumbent's (``0``: the
+            lowest cost wins, ties to the earlier candidate).
     """
 
     def __init__(
@@ -85,7 +91,14 @@ class LookaheadTeacher:
         num_samples: int = 16,
         objective: str = "jct",
         continuations: Sequence[str] | None = None,
+        commit: int = 1,
+        margin: float = 0.0,
     ) -> None:
+        if isinstance(commit, bool) or not isinstance(commit, int) or commit < 1:
+            raise ConfigError(f"LookaheadTeacher commit must be an int >= 1, got {commit!r}")
+        if not 0.0 <= margin < 1.0:
+            raise ConfigError(f"LookaheadTeacher margin must be in [0, 1), got {margin!r}")
+        self.commit, self.margin = commit, float(margin)
         if objective not in OBJECTIVES:
             raise ConfigError(f"LookaheadTeacher objective must be one of {OBJECTIVES}")
         self.objective = objective
@@ -113,8 +126,14 @@ class LookaheadTeacher:
         suffix = f";arrivals={num_samples}" if self.num_samples else ""
         if self.continuations is not None:
             suffix += ";then=" + ",".join(self.continuations)
+        if commit > 1:
+            suffix += f";commit={commit}"
+        if margin:
+            suffix += f";margin={margin:g}"
         self.name = "lookahead(" + ",".join(self.candidates) + suffix + ")"
         self._decision = 0
+        self._incumbent: int | None = None  # rank of the candidate chosen last
+        self._hold = 0  # decisions left before the next lookahead
         self._policies: list[tuple[str, Any]] = []
         self._continue: list[Any] = []
         self._env: Any = None
@@ -126,7 +145,7 @@ class LookaheadTeacher:
     def reset(self, seed: int | None = None) -> None:
         """Forget the configured candidates (a new episode reconfigures them)."""
         self._seed, self._env, self._policies = seed, None, []
-        self._decision = 0
+        self._decision, self._incumbent, self._hold = 0, None, 0
 
     def _configure(self, base: Any) -> None:
         if base is not self._env:
@@ -149,9 +168,13 @@ class LookaheadTeacher:
                 return action
         self._configure(base)
         sim = base.sim
+        if self._hold > 0 and self._incumbent is not None:
+            self._hold -= 1  # committed: follow the candidate chosen last, no lookahead
+            return self._answer(env, obs, info, self._incumbent, None)
         known = np.array([*sim.queue, *sim.active], dtype=np.int64)
         self._decision += 1
         best: tuple[float, int, Any] | None = None
+        costs: dict[int, tuple[float, Any]] = {}
         seen: set[str] = set()
         for rank, (_name, policy) in enumerate(self._policies):
             decision = policy.decide(sim.view())
@@ -169,18 +192,35 @@ class LookaheadTeacher:
                 cost = self._quality_cost(base, policy, decision, known)
             else:
                 cost = self._cost(sim, policy, decision, known)
+            costs[rank] = (cost, decision)
             if best is None or (cost, rank) < (best[0], best[1]):
                 best = (cost, rank, decision)
         if best is None:
             raise ConfigError(f"{self.name}: no candidate's decision fits the env")
-        chosen = self.candidates[best[1]]
+        last = self._incumbent
+        held = None if last is None else costs.get(last)
+        if self.margin and last is not None and held is not None:
+            if held[0] - best[0] <= self.margin * abs(held[0]):
+                best = (held[0], last, held[1])  # not better by the margin: keep it
+        self._incumbent, self._hold = best[1], self.commit - 1
+        return self._answer(env, obs, info, best[1], best[2])
+
+    def _answer(
+        self, env: gym.Env, obs: np.ndarray, info: dict[str, Any], rank: int, decision: Any
+    ) -> Any:
+        """The env action of candidate ``rank``: its option (``options``), else its
+        ``decision`` (``None``: asked now)."""
+        base: Any = env.unwrapped
+        chosen = self.candidates[rank]
         self.choices[chosen] = self.choices.get(chosen, 0) + 1
+        if self.options:
+            return FollowOption(chosen, base.hints.options).act(env, obs, info)
+        if decision is None:
+            decision = self._policies[rank][1].decide(base.sim.view())
         # action_for may store a multi-step plan (JobPlacement: the job's remaining nodes,
         # replayed by pending_action): ask it last for the CHOSEN decision, or the env
         # would follow the plan of whichever candidate was tried last.
-        if self.options:
-            return FollowOption(chosen, base.hints.options).act(env, obs, info)
-        return base.action_for(best[2])
+        return base.action_for(decision)
 
     def _cost(self, sim: Any, policy: Any, decision: Any, known: np.ndarray) -> float:
         """Total believed completion time (s after now) of the ``known`` jobs."""

@@ -5,8 +5,13 @@ tiresias, fair; each through its option, which replays it exactly) and the looka
 teachers of ``agents/teacher.py`` over them (``lookahead``: believed quality over the next
 quality window, the Metis default; ``lookahead-jct``: the same candidates scored by total
 believed completion time) on the chosen families' *validation* splits, and prints each
-one's quality AUC and its ratio to the best of the four heuristics in that family
+one's quality AUC and its ratio to the best of the heuristics in that family
 (best / it: > 1 is worse), with CPU time.
+
+A teacher name may carry LookaheadTeacher settings after ``@``:
+``lookahead:slaq,tiresias@commit=5,margin=0.02`` (``commit``: decisions a choice is
+kept for; ``margin``: hysteresis against the candidate chosen last). ``--hint-policies``
+sets the env's options (default: the shipped Metis generalist's five, with slaq-window).
 
     python benchmarks/bench_metis_teachers.py --seeds 500-503 --out F.json [--families a,b]
 """
@@ -29,7 +34,8 @@ from cluster_envs.seeds import parse_seeds
 from cluster_envs.workload.families import family_names
 
 ENV = "cluster_envs/MetisAllocation-v0"
-TEACHERS = (*METIS_CANDIDATES, "lookahead", "lookahead-jct")
+HINTS = "slaq,optimus,tiresias,fair,slaq-window"
+TEACHERS = (*HINTS.split(","), "lookahead", "lookahead-jct")
 
 
 def agent_for(name: str, env: gym.Env) -> Any:
@@ -37,14 +43,22 @@ def agent_for(name: str, env: gym.Env) -> Any:
         teacher = LookaheadTeacher(METIS_CANDIDATES, objective="jct")
         teacher.options = True
         return teacher
-    return make_teacher(name, ENV, env.unwrapped)
+    name, _, settings = name.partition("@")
+    agent = make_teacher(name, ENV, env.unwrapped)
+    for item in filter(None, settings.split(",")):
+        key, _, value = item.partition("=")
+        if key not in ("commit", "margin"):
+            raise SystemExit(f"unknown teacher setting {key!r} in {name}@{settings}")
+        setattr(agent, key, int(value) if key == "commit" else float(value))
+    return agent
 
 
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--seeds", default="500-503")
     ap.add_argument("--families", default="", help="comma-separated; default: every family")
-    ap.add_argument("--teachers", default=",".join(TEACHERS))
+    ap.add_argument("--teachers", default=" ".join(TEACHERS), help="space-separated")
+    ap.add_argument("--hint-policies", default=HINTS)
     ap.add_argument("--out", required=True)
     args = ap.parse_args()
     seeds = parse_seeds(args.seeds)  # validation seeds; a bad list is a ConfigError
@@ -52,16 +66,18 @@ def main() -> None:
     rows: dict[str, Any] = {}
     for fam in families:
         env = gym.make(ENV, family=fam, split="validation", action="hints",
-                       observation="scale_free_hints")  # fmt: skip
+                       observation="scale_free_hints",
+                       hint_policies=tuple(args.hint_policies.split(",")))  # fmt: skip
         rows[fam] = {}
-        for name in args.teachers.split(","):
+        for name in args.teachers.split():
             start = time.process_time()
             agent = agent_for(name, env)
             auc = [rollout(env, agent, s).metrics["quality_auc"] for s in seeds]
             rows[fam][name] = {"quality_auc": auc, "cpu_s": round(time.process_time() - start, 2),
                                "choices": dict(getattr(agent, "choices", {}))}  # fmt: skip
         means = {n: float(np.mean(r["quality_auc"])) for n, r in rows[fam].items()}
-        best = max((n for n in means if n in METIS_CANDIDATES), key=means.__getitem__,
+        plain = args.hint_policies.split(",")
+        best = max((n for n in means if n in plain), key=means.__getitem__,
                    default=None)  # fmt: skip
         line = {n: round(means[best] / m, 4) if best else round(m, 4) for n, m in means.items()}
         print(fam, "best", best, line, flush=True)

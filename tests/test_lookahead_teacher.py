@@ -75,6 +75,47 @@ def test_lookahead_acts_within_mask_and_picks_among_candidates() -> None:
     assert set(teacher.choices) <= set(teacher.candidates)
 
 
+def test_committed_lookahead_looks_ahead_every_commit_decisions() -> None:
+    env = _env()
+    teacher = LookaheadTeacher(("sjf", "max-parallelism", "threshold-eta"), commit=3)
+    rollout(env, teacher, seed=1)
+    acts = sum(teacher.choices.values())
+    assert acts > 6 and teacher._decision == -(-acts // 3)  # one lookahead in three
+    with pytest.raises(ConfigError, match="commit"):
+        LookaheadTeacher(("sjf",), commit=0)
+    with pytest.raises(ConfigError, match="margin"):
+        LookaheadTeacher(("sjf",), margin=1.0)
+
+
+class _Scripted(LookaheadTeacher):
+    """Costs scripted per lookahead decision and candidate (no fork is played)."""
+
+    COSTS = {1: {"sjf": 100.0, "tetris": 120.0},  # sjf chosen
+             2: {"sjf": 100.0, "tetris": 98.0},  # tetris 2 % better
+             3: {"sjf": 100.0, "tetris": 90.0}}  # tetris 10 % better  # fmt: skip
+
+    def _cost(self, sim, policy, decision, known):  # type: ignore[no-untyped-def]
+        return self.COSTS[min(self._decision, 3)][policy.name]
+
+
+def test_margin_keeps_the_incumbent_unless_a_challenger_is_better_by_the_margin() -> None:
+    env = _env()
+    picks = {}
+    for margin in (0.0, 0.05):
+        teacher = _Scripted(("sjf", "tetris"), margin=margin)
+        obs, info = env.reset(seed=1)
+        teacher.reset(env.unwrapped.episode_seed)
+        names = []
+        for _ in range(3):
+            before = dict(teacher.choices)
+            obs, _, term, trunc, info = env.step(teacher.act(env, obs, info))
+            names += [n for n in teacher.choices if teacher.choices[n] != before.get(n, 0)]
+            assert not (term or trunc)
+        picks[margin] = names
+    assert picks[0.0] == ["sjf", "tetris", "tetris"]
+    assert picks[0.05] == ["sjf", "sjf", "tetris"]
+
+
 def _believed_cost(sim, decision, continuation) -> float:  # type: ignore[no-untyped-def]
     """Total believed completion time of the jobs known now: ``decision``, then
     ``continuation`` to the end, on a believed fork (written out here, not the teacher's)."""

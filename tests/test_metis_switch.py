@@ -11,7 +11,7 @@ import pytest
 import cluster_envs  # noqa: F401  (registers the envs)
 from agents.teacher import StarvationSwitch, make_teacher
 from cluster_envs.envs.metis_hints import OPTIONS, PAUSE
-from cluster_envs.envs.rollout import rollout
+from cluster_envs.envs.rollout import HeuristicAgent, rollout
 from cluster_envs.errors import ConfigError
 
 METIS = "cluster_envs/MetisAllocation-v0"
@@ -58,3 +58,22 @@ def test_switch_names_are_checked() -> None:
         make_teacher("switch:slaq,nope", METIS, env.unwrapped)
     with pytest.raises(ConfigError, match="action='hints'"):
         make_teacher("switch", METIS, gym.make(METIS, preset="toy").unwrapped)
+
+
+def test_switch_window_heuristic_replays_the_switch_teacher() -> None:
+    """The heuristic ``switch-window`` (baselines/switch.py) is the teacher
+    ``switch:slaq-window,tiresias`` over the simulator's view: the same episodes, through
+    the options and as a plain heuristic of the default action, taking both branches."""
+    hints = ("slaq", "optimus", "tiresias", "fair", "slaq-window", "switch-window")
+    env = gym.make(METIS, action="hints", observation="scale_free_hints", hint_policies=hints,
+                   **KWARGS)  # fmt: skip
+    teacher = make_teacher("switch:slaq-window,tiresias", METIS, env.unwrapped)
+    option = make_teacher("switch-window", METIS, env.unwrapped)
+    plain = gym.make(METIS, **KWARGS)
+    policy = plain.unwrapped.policy("switch-window")
+    for seed in (3, 4):
+        want = rollout(env, teacher, seed=seed).metrics["quality_auc"]
+        assert rollout(env, option, seed=seed).metrics["quality_auc"] == want
+        assert rollout(plain, HeuristicAgent(policy), seed=seed).metrics["quality_auc"] == want
+    assert set(teacher.choices) == set(policy.choices) == {"base", "other"}
+    assert policy.name == "switch-window" and policy.base.name == "slaq-window"
