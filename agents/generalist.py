@@ -34,7 +34,9 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import multiprocessing
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -350,6 +352,31 @@ class ValCurve(BaseCallback):
         return True
 
 
+_PENDING: list[Callable[[], Any]] = []  # the jobs run_all's forked workers inherit
+
+
+def _run_pending(i: int) -> Any:
+    torch.set_num_threads(1)
+    return _PENDING[i]()
+
+
+def run_all(jobs: list[Callable[[], Any]], workers: int = 1) -> list[Any]:
+    """``[job() for job in jobs]``, in ``workers`` forked processes when > 1.
+
+    The jobs are closures (over models, envs), so they are not pickled: the workers are
+    forked after they are set and inherit them; only the results travel back. Results
+    come back in the jobs' order, whatever the workers' speeds.
+    """
+    if workers <= 1 or len(jobs) <= 1:
+        return [job() for job in jobs]
+    _PENDING[:] = jobs
+    try:
+        with multiprocessing.get_context("fork").Pool(min(workers, len(jobs))) as pool:
+            return pool.map(_run_pending, range(len(jobs)), chunksize=1)
+    finally:
+        _PENDING.clear()
+
+
 def warm_start_families(
     model: Any,
     families: list[str],
@@ -358,6 +385,7 @@ def warm_start_families(
     num_jobs: int | None = None,
     spec: EnvSpec = MOLDABLE,
     interleaved: bool = False,
+    workers: int = 1,
 ) -> dict[str, Any]:
     """BC (+ DAgger) from ``settings.teacher`` on each of ``families``' *train* splits into
     ``model``'s one set of weights, in place (``--demo-families``).
@@ -371,7 +399,9 @@ def warm_start_families(
     epoch with one optimizer, so the last family of an epoch does not pull the weights its
     way. The value head is not fitted (``value_coef`` 0: the model's returns are
     normalised, the demonstrations' are not). DAgger rounds let each family's view play
-    its episodes.
+    its episodes. ``workers`` > 1 collects the families' episodes in that many forked
+    processes (``--demo-workers``; a lookahead teacher costs minutes per episode): each
+    family's collection is seeded on its own, so the demonstrations are the same.
     """
     one_pass = dataclasses.replace(settings, epochs=1, value_coef=0.0)
     envs = {f: make_env(f, "train", num_jobs, spec) for f in families}
@@ -396,15 +426,21 @@ def warm_start_families(
         return losses
 
     env_id = spec.env_id
-    demos = {f: collect_demonstrations(env_id, kwargs[f], settings.teacher, n, seed, gamma)
-             for f in families}  # fmt: skip
+
+    def collect(f: str, r: int) -> Callable[[], Demonstrations]:
+        student = views[f] if r else None  # DAgger rounds: the family's view plays
+        return lambda: collect_demonstrations(env_id, kwargs[f], settings.teacher, n,
+                                              seed + r * n, gamma, student=student)  # fmt: skip
+
+    first = run_all([collect(f, 0) for f in families], workers)
+    demos = dict(zip(families, first, strict=True))
     rounds = [{"round": 0, "player": settings.teacher, "losses": fit(demos, 0)}]
     for r in range(1, settings.dagger_rounds + 1):
-        played = {}
         for f in families:
             sync(model, views[f])
-            more = collect_demonstrations(env_id, kwargs[f], settings.teacher, n,
-                                          seed + r * n, gamma, student=views[f])  # fmt: skip
+        played = {}
+        again = run_all([collect(f, r) for f in families], workers)
+        for f, more in zip(families, again, strict=True):
             demos[f] = demos[f] + more
             played[f] = float(np.mean([m[spec.metric] for m in more.episode_metrics]))
         rounds.append({"round": r, "player": "agent", spec.metric: played,
@@ -471,7 +507,7 @@ def train(args: argparse.Namespace) -> None:
             families = families_of(args.demo_families, spec)
             record["warm_start"] = warm_start_families(
                 model, families, settings, args.seed, args.num_jobs, spec,
-                interleaved=args.demo_fit == "interleaved")  # fmt: skip
+                interleaved=args.demo_fit == "interleaved", workers=args.demo_workers)  # fmt: skip
         else:
             record["warm_start"] = warm_start(model, spec.env_id, kwargs, settings, args.seed)
         model.save(out / "pretrained_model.zip")
@@ -687,6 +723,13 @@ def main(argv: list[str] | None = None) -> None:
         help="how --demo-families' data is fitted: one pass per family in turn each epoch "
         "(passes, the shipped recipes') or all families' minibatches shuffled together with "
         "one optimizer (interleaved)",
+    )
+    t.add_argument(
+        "--demo-workers",
+        type=int,
+        default=1,
+        help="processes that collect --demo-families' episodes side by side (same "
+        "demonstrations as 1; a lookahead teacher's episodes cost minutes)",
     )
     t.add_argument("--dagger-rounds", type=int, default=1)
     t.add_argument(

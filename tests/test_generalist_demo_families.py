@@ -94,3 +94,25 @@ def test_pretrain_interleaved_refuses_views_that_do_not_share_weights() -> None:
         pretrain_interleaved({"mixed": model, "lublin-256": adapt(model, env)}, data, settings, 0)
     with pytest.raises(ConfigError, match="one model per dataset"):
         pretrain_interleaved({"mixed": model}, data, settings, 0)
+
+
+def test_demo_workers_collect_the_same_demonstrations() -> None:
+    """``--demo-workers 2`` forks the families' collections (round 0 and a DAgger round,
+    where each family's view plays): same steps, same metrics, same weights as one
+    process."""
+    settings = PretrainSettings(teacher="threshold-eta", episodes=2, epochs=2, dagger_rounds=1)
+    models, records = [], []
+    for workers in (1, 2):
+        model = _model()
+        records.append(generalist.warm_start_families(model, FAMILIES, settings, seed=3,
+                                                      num_jobs=12, workers=workers))  # fmt: skip
+        models.append(model)
+    assert records[0] == records[1]
+    assert records[0]["rounds"][1]["avg_jct_s"]  # the DAgger round was played
+    one, two = (m.policy.state_dict() for m in models)
+    assert all(torch.equal(one[k], two[k]) for k in one)
+
+
+def test_run_all_keeps_the_jobs_order_across_workers() -> None:
+    jobs = [lambda i=i: (i, float(np.sum(np.arange(i * 1000)))) for i in range(5)]
+    assert generalist.run_all(jobs, workers=2) == [job() for job in jobs]
