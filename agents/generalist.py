@@ -399,9 +399,9 @@ def warm_start_families(
     epoch with one optimizer, so the last family of an epoch does not pull the weights its
     way. The value head is not fitted (``value_coef`` 0: the model's returns are
     normalised, the demonstrations' are not). DAgger rounds let each family's view play
-    its episodes. ``workers`` > 1 collects the families' episodes in that many forked
-    processes (``--demo-workers``; a lookahead teacher costs minutes per episode): each
-    family's collection is seeded on its own, so the demonstrations are the same.
+    its episodes. ``workers`` > 1 collects the episodes in that many forked processes
+    (``--demo-workers``; a lookahead teacher costs a minute per Metis episode), one job
+    per episode; each episode is seeded on its own, so the demonstrations are the same.
     """
     one_pass = dataclasses.replace(settings, epochs=1, value_coef=0.0)
     envs = {f: make_env(f, "train", num_jobs, spec) for f in families}
@@ -427,20 +427,31 @@ def warm_start_families(
 
     env_id = spec.env_id
 
-    def collect(f: str, r: int) -> Callable[[], Demonstrations]:
-        student = views[f] if r else None  # DAgger rounds: the family's view plays
-        return lambda: collect_demonstrations(env_id, kwargs[f], settings.teacher, n,
-                                              seed + r * n, gamma, student=student)  # fmt: skip
+    # With workers, one job per episode (a family's episodes differ in length by 10x and
+    # the families by more); episode k of a round is seeded seed + r * n + k either way.
+    parts = [(f, k, 1) for f in families for k in range(n)] if workers > 1 else \
+        [(f, 0, n) for f in families]  # fmt: skip
 
-    first = run_all([collect(f, 0) for f in families], workers)
-    demos = dict(zip(families, first, strict=True))
+    def collect(r: int) -> dict[str, Demonstrations]:
+        def job(f: str, k: int, m: int) -> Callable[[], Demonstrations]:
+            student = views[f] if r else None  # DAgger rounds: the family's view plays
+            return lambda: collect_demonstrations(
+                env_id, kwargs[f], settings.teacher, m, seed + r * n + k, gamma, student=student
+            )
+
+        out: dict[str, Demonstrations] = {}
+        done = run_all([job(*part) for part in parts], workers)
+        for (f, _, _), d in zip(parts, done, strict=True):
+            out[f] = out[f] + d if f in out else d
+        return out
+
+    demos = collect(0)
     rounds = [{"round": 0, "player": settings.teacher, "losses": fit(demos, 0)}]
     for r in range(1, settings.dagger_rounds + 1):
         for f in families:
             sync(model, views[f])
         played = {}
-        again = run_all([collect(f, r) for f in families], workers)
-        for f, more in zip(families, again, strict=True):
+        for f, more in collect(r).items():
             demos[f] = demos[f] + more
             played[f] = float(np.mean([m[spec.metric] for m in more.episode_metrics]))
         rounds.append({"round": r, "player": "agent", spec.metric: played,
