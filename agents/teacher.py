@@ -81,6 +81,13 @@ class LookaheadTeacher:
         margin: Hysteresis: a challenger replaces the candidate chosen last only when
             its cost is lower by more than ``margin`` times the incumbent's (``0``: the
             lowest cost wins, ties to the earlier candidate).
+        prefer: MetisAllocation ``action="hints"`` only: an option name. On every slot
+            where that option asks the same GPU count as the chosen candidate's, the
+            label is the preferred option instead (:func:`prefer_option`). The env gets
+            the same counts, so the teacher's own play is unchanged; what changes is what
+            a clone is shown: the chosen candidate's name only where it differs from a
+            default the student can follow everywhere (on pollux's 60 s slices most picks
+            tie, and the first candidate's name on them taught a clone that candidate).
     """
 
     def __init__(
@@ -93,6 +100,7 @@ class LookaheadTeacher:
         continuations: Sequence[str] | None = None,
         commit: int = 1,
         margin: float = 0.0,
+        prefer: str | None = None,
     ) -> None:
         if isinstance(commit, bool) or not isinstance(commit, int) or commit < 1:
             raise ConfigError(f"LookaheadTeacher commit must be an int >= 1, got {commit!r}")
@@ -130,6 +138,9 @@ class LookaheadTeacher:
             suffix += f";commit={commit}"
         if margin:
             suffix += f";margin={margin:g}"
+        self.prefer = prefer
+        if prefer:
+            suffix += f";prefer={prefer}"
         self.name = "lookahead(" + ",".join(self.candidates) + suffix + ")"
         self._decision = 0
         self._incumbent: int | None = None  # rank of the candidate chosen last
@@ -197,11 +208,10 @@ class LookaheadTeacher:
                 best = (cost, rank, decision)
         if best is None:
             raise ConfigError(f"{self.name}: no candidate's decision fits the env")
-        last = self._incumbent
-        held = None if last is None else costs.get(last)
-        if self.margin and last is not None and held is not None:
-            if held[0] - best[0] <= self.margin * abs(held[0]):
-                best = (held[0], last, held[1])  # not better by the margin: keep it
+        held_rank = -1 if self._incumbent is None else self._incumbent
+        held = costs.get(held_rank)
+        if held is not None and self.margin and held[0] - best[0] <= self.margin * abs(held[0]):
+            best = (held[0], held_rank, held[1])  # not better by the margin: keep it
         self._incumbent, self._hold = best[1], self.commit - 1
         return self._answer(env, obs, info, best[1], best[2])
 
@@ -214,7 +224,8 @@ class LookaheadTeacher:
         chosen = self.candidates[rank]
         self.choices[chosen] = self.choices.get(chosen, 0) + 1
         if self.options:
-            return FollowOption(chosen, base.hints.options).act(env, obs, info)
+            action = FollowOption(chosen, base.hints.options).act(env, obs, info)
+            return action if self.prefer is None else prefer_option(base, action, self.prefer)
         if decision is None:
             decision = self._policies[rank][1].decide(base.sim.view())
         # action_for may store a multi-step plan (JobPlacement: the job's remaining nodes,
@@ -304,6 +315,21 @@ class FollowOption:
         return np.where(mask[:, self.index], self.index, self.pause)
 
 
+def prefer_option(base: Any, action: np.ndarray, prefer: str) -> np.ndarray:
+    """``action`` (per-slot options of MetisAllocation's ``action="hints"`` env ``base``)
+    with option ``prefer`` on every slot where it is allowed and asks the same GPU count
+    as the option taken there: the same counts reach the env."""
+    options = base.hints.options
+    if prefer not in options:
+        raise ConfigError(f"prefer={prefer!r} is no option of the env ({options})")
+    k = options.index(prefer)
+    table = base.hints.table(base.sim, base.slots)
+    mask = np.asarray(base.action_masks()).reshape(-1, len(options))
+    slots = np.arange(len(action))
+    same = mask[:, k] & mask[slots, action] & (table[k] == table[action, slots])
+    return np.where(same, k, action)
+
+
 class StarvationSwitch:
     """Plays MetisAllocation's ``action="hints"`` option ``base`` (SLAQ by default) on every
     slot, except in slices where ``base`` would leave a job of the slots without GPUs:
@@ -360,8 +386,12 @@ def make_teacher(name: str, env_id: str, base: Any = None) -> Any:
     :class:`StarvationSwitch` on MetisAllocation's options), or ``None`` when
     ``name`` is a plain heuristic. On an env ``base`` whose action picks options
     (:func:`option_action`), a heuristic teacher follows its option (:class:`FollowOption`)
-    and a lookahead returns the chosen candidate's option."""
+    and a lookahead returns the chosen candidate's option. A lookahead's name may end in
+    ``@key=value,...`` settings: ``commit``, ``margin``, ``prefer`` (LookaheadTeacher's)."""
+    name, _, settings = name.partition("@")
     base_name, _, listed = name.partition(":")
+    if settings and base_name not in TEACHERS:
+        raise ConfigError(f"teacher settings ({settings!r}) apply to a lookahead only: {name}")
     if base_name == "switch":  # StarvationSwitch, e.g. switch:slaq,tiresias
         if not option_action(base):
             raise ConfigError("the switch teacher plays MetisAllocation's action='hints' only")
@@ -372,14 +402,29 @@ def make_teacher(name: str, env_id: str, base: Any = None) -> Any:
         return StarvationSwitch(**pair, options=base.hints.options)
     if base_name not in TEACHERS:
         return FollowOption(name, base.hints.options) if option_action(base) else None
-    teacher = _make_lookahead(base_name, listed, env_id)
+    extra: dict[str, Any] = {}
+    for item in filter(None, settings.split(",")):
+        key, _, value = item.partition("=")
+        try:
+            extra[key] = {"commit": int, "margin": float, "prefer": str}[key](value)
+        except (KeyError, ValueError):
+            raise ConfigError(
+                f"teacher setting {item!r} in {name}@{settings}: expected commit=<int>, "
+                "margin=<float> or prefer=<option>"
+            ) from None
+    if "prefer" in extra and not option_action(base):
+        raise ConfigError("prefer= relabels MetisAllocation's action='hints' options only")
+    teacher = _make_lookahead(base_name, listed, env_id, extra)
     teacher.options = option_action(base)
     return teacher
 
 
-def _make_lookahead(base: str, listed: str, env_id: str) -> LookaheadTeacher:
+def _make_lookahead(
+    base: str, listed: str, env_id: str, extra: dict[str, Any] | None = None
+) -> LookaheadTeacher:
     sampled = base in ("lookahead-arrivals", "lookahead-multi-arrivals")
     kwargs: dict[str, Any] = {"arrivals": "sampled"} if sampled else {}
+    kwargs.update(extra or {})  # the name's @settings (commit, margin, prefer)
     if "Metis" in env_id:  # MetisAllocation is scored on quality, not completion times
         kwargs["objective"] = "quality"
     if base.startswith("lookahead-multi"):  # candidates' first decisions x every candidate after

@@ -8,9 +8,10 @@ believed completion time) on the chosen families' *validation* splits, and print
 one's quality AUC and its ratio to the best of the heuristics in that family
 (best / it: > 1 is worse), with CPU time.
 
-A teacher name may carry LookaheadTeacher settings after ``@``:
+A teacher name may carry LookaheadTeacher settings after ``@`` (``make_teacher``):
 ``lookahead:slaq,tiresias@commit=5,margin=0.02`` (``commit``: decisions a choice is
-kept for; ``margin``: hysteresis against the candidate chosen last). ``--hint-policies``
+kept for; ``margin``: hysteresis against the candidate chosen last; ``prefer``: the
+option a tie is labelled with). ``--hint-policies``
 sets the env's options (default: the shipped Metis generalist's five, with slaq-window).
 
     python benchmarks/bench_metis_teachers.py --seeds 500-503 --out F.json [--families a,b]
@@ -43,14 +44,7 @@ def agent_for(name: str, env: gym.Env) -> Any:
         teacher = LookaheadTeacher(METIS_CANDIDATES, objective="jct")
         teacher.options = True
         return teacher
-    name, _, settings = name.partition("@")
-    agent = make_teacher(name, ENV, env.unwrapped)
-    for item in filter(None, settings.split(",")):
-        key, _, value = item.partition("=")
-        if key not in ("commit", "margin"):
-            raise SystemExit(f"unknown teacher setting {key!r} in {name}@{settings}")
-        setattr(agent, key, int(value) if key == "commit" else float(value))
-    return agent
+    return make_teacher(name, ENV, env.unwrapped)
 
 
 def main() -> None:

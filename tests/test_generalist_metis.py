@@ -71,6 +71,61 @@ def test_the_quality_lookahead_switches_between_candidates() -> None:
     assert len(look.choices) >= 2  # not one heuristic throughout
 
 
+def _labelled(teacher_name: str, seed: int) -> tuple[dict[str, float], np.ndarray, np.ndarray]:
+    """A lookahead's episode (hint policies with switch-window): its metrics, its labels
+    and the GPU counts those labels ask for, slot by slot."""
+    names = ("slaq", "optimus", "tiresias", "fair", "slaq-window", "switch-window")
+    env = gym.make(METIS, action="hints", observation="scale_free_hints",
+                   hint_policies=names, **SMALL)  # fmt: skip
+    base = env.unwrapped
+    teacher = make_teacher(teacher_name, METIS, base)
+    labels, counts = [], []
+
+    class Recorder:
+        def reset(self, seed: int | None = None) -> None:
+            teacher.reset(seed)
+
+        def act(self, env: gym.Env, obs: np.ndarray, info: dict) -> np.ndarray:
+            action = np.asarray(teacher.act(env, obs, info))
+            table = base.hints.table(base.sim, base.slots)
+            labels.append(action)
+            counts.append(table[action, np.arange(len(action))])
+            return action
+
+    played = rollout(env, Recorder(), seed=seed)
+    return played.metrics, np.concatenate(labels), np.concatenate(counts)
+
+
+def test_prefer_relabels_ties_with_the_preferred_option_and_plays_the_same() -> None:
+    look = "lookahead:slaq,optimus,tiresias,fair,slaq-window,switch-window"
+    plain, plain_labels, plain_counts = _labelled(look, 500)
+    metrics, labels, counts = _labelled(look + "@prefer=switch-window", 500)
+    assert metrics == plain  # the same counts reach the env: the same episode
+    np.testing.assert_array_equal(counts, plain_counts)
+    switch = 5  # switch-window's option
+    assert (labels == switch).sum() > 2 * (plain_labels == switch).sum()
+    # relabelled only where the preferred option asked the same count
+    moved = labels != plain_labels
+    assert moved.any() and (labels[moved] == switch).all()
+
+
+def test_teacher_settings_are_parsed_and_checked() -> None:
+    env = _hints_env()
+    look = make_teacher("lookahead:slaq,tiresias@commit=3,margin=0.02,prefer=fair", METIS,
+                        env.unwrapped)  # fmt: skip
+    assert (look.commit, look.margin, look.prefer) == (3, 0.02, "fair")
+    assert look.name == "lookahead(slaq,tiresias;commit=3;margin=0.02;prefer=fair)"
+    assert look.options and look.objective == "quality"
+    with pytest.raises(ConfigError, match="expected commit=<int>"):
+        make_teacher("lookahead:slaq@commit=x", METIS, env.unwrapped)
+    with pytest.raises(ConfigError, match="'speed=2'"):
+        make_teacher("lookahead:slaq@speed=2", METIS, env.unwrapped)
+    with pytest.raises(ConfigError, match="lookahead only"):
+        make_teacher("slaq@commit=2", METIS, env.unwrapped)
+    with pytest.raises(ConfigError, match="options only"):
+        make_teacher("lookahead:slaq@prefer=fair", METIS, gym.make(METIS, **SMALL).unwrapped)
+
+
 def test_train_metis_clones_slaq_and_scores_validation_per_family(tmp_path: Path) -> None:
     out = tmp_path / "run"
     generalist.main(["train", "--env", "metis", "--out", str(out), "--timesteps", "0",
