@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import functools
 import json
 import multiprocessing
 import time
@@ -556,12 +557,11 @@ def evaluate(args: argparse.Namespace) -> None:
         same = {"env": spec.env_id, "split": split, "quick": args.quick, "seeds": list(seeds)}
         if any(earlier.get(k) != v for k, v in same.items()):
             raise SystemExit(f"{args.heuristics_from}: not the same env, split, seeds, quick")
-    rows: dict[str, Any] = {}
-    util: dict[str, Any] = {}
-    idle: dict[str, Any] = {}
-    start = time.process_time()
     probed = spec.action == "hints"  # MetisAllocation: also utilisation and idle slices
-    for fam in families:
+
+    def one(fam: str) -> tuple[dict[str, Any], float]:
+        """``fam``'s runs: {policy: (metric per seed[, utilisation, idle share])}."""
+        start = time.process_time()
         num_jobs = 12 if args.quick else None
         played: dict[str, Any] = {}
         for p in spec.baselines:
@@ -578,20 +578,26 @@ def evaluate(args: argparse.Namespace) -> None:
             model_agent = _ModelAgent(adapt(model, env))
             played["agent"] = (play_probed(env, model_agent, seeds, spec.metric) if probed
                                else (play(env, model_agent, seeds, spec.metric),))  # fmt: skip
-        res = rows[fam] = {p: v[0] for p, v in played.items()}
-        if probed:
-            util[fam] = {p: v[1] for p, v in played.items()}
-            idle[fam] = {p: v[2] for p, v in played.items()}
+        res = {p: v[0] for p, v in played.items()}
         best = spec.best({p: float(np.mean(res[p])) for p in spec.baselines})
         print(fam, "best", best, {p: round(float(spec.ratio(np.mean(v), np.mean(res[best]))), 3)
                                   for p, v in res.items()}, flush=True)  # fmt: skip
+        return played, time.process_time() - start
+
+    # --workers: families side by side in forked processes (the same runs, in family order)
+    done = run_all([functools.partial(one, f) for f in families], args.workers)
+    runs = dict(zip(families, (d[0] for d in done), strict=True))
+    rows = {f: {p: v[0] for p, v in r.items()} for f, r in runs.items()}
+    util = {f: {p: v[1] for p, v in r.items()} for f, r in runs.items()} if probed else {}
+    idle = {f: {p: v[2] for p, v in r.items()} for f, r in runs.items()} if probed else {}
+    cpu_s = sum(d[1] for d in done)
     Path(args.out).write_text(json.dumps({"model": args.model, "env": spec.env_id,
                                           "split": split, "quick": args.quick,
                                           "seeds": list(seeds), "rows": rows,
                                           **({"gpu_utilization": util,
                                               "idle_wait_share": idle} if util else {}),
                                           "heuristics_from": args.heuristics_from or None,
-                                          "cpu_s": round(time.process_time() - start, 1)},
+                                          "cpu_s": round(cpu_s, 1)},
                                          indent=1))  # fmt: skip
 
 
@@ -764,6 +770,12 @@ def main(argv: list[str] | None = None) -> None:
     e.add_argument("--split", default="test", choices=("train", "validation", "test"))
     e.add_argument("--seeds", type=int, nargs=2, default=(100, 109))
     e.add_argument("--quick", action="store_true")
+    e.add_argument(
+        "--workers",
+        type=int,
+        default=1,
+        help="processes that evaluate families side by side (the same runs; default 1)",
+    )
     e.add_argument(
         "--heuristics-from",
         default="",

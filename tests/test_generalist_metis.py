@@ -152,6 +152,19 @@ def test_train_metis_clones_slaq_and_scores_validation_per_family(tmp_path: Path
     assert fam["best_heuristic"] == best
     # quality: higher is better, so the ratio is best / agent (> 1: worse than the best)
     assert fam["agent_to_best"] == pytest.approx(np.mean(rows[best]) / np.mean(rows["agent"]))
+    # --workers: the families side by side, the same runs in the same order
+    both = {}
+    for workers in ("1", "2"):
+        both[workers] = tmp_path / f"w{workers}.json"
+        generalist.main(["evaluate", "--env", "metis", "--model", str(out / "best_model.zip"),
+                         "--out", str(both[workers]), "--families", "synthetic-16,alibaba",
+                         "--split", "validation", "--quick", "--seeds", "500", "500",
+                         "--baselines", "slaq,tiresias", "--workers", workers])  # fmt: skip
+    one, two = (json.loads(both[w].read_text()) for w in ("1", "2"))
+    assert list(two["rows"]) == ["synthetic-16", "alibaba"]
+    for key in ("rows", "gpu_utilization", "idle_wait_share"):
+        assert one[key] == two[key]
+    assert one["rows"]["synthetic-16"]["agent"] == rows["agent"][:1]
 
 
 def test_a_run_with_other_hint_policies_carries_them_to_evaluation_and_agents(
