@@ -93,19 +93,21 @@ elif [ "$ENV" = "cluster_envs/MetisAllocation-v0" ]; then
     EPISODES=${EPISODES:-10}
     DAGGER=${DAGGER:-1}
     VAL_FAMILIES=${VAL_FAMILIES:-mixed,synthetic-16,synthetic-256,pollux}
+    WORKERS=${WORKERS:-2}  # demonstration episodes and test families side by side (same results)
     fresh_run
     SECONDS=0
     nice -n 10 "$PYTHON" -m agents.generalist train --env metis --out "$RUN" \
         --family mixed --val-families "$VAL_FAMILIES" --teacher "$TEACHER" \
         --hint-policies "$HINT_POLICIES" ${DEMO_FAMILIES:+--demo-families "$DEMO_FAMILIES"} \
         --pretrain-episodes "$EPISODES" --pretrain-epochs 20 --dagger-rounds "$DAGGER" \
-        --timesteps 0 --seed "$SEED"
+        --demo-workers "$WORKERS" --timesteps 0 --seed "$SEED"
     wall=$SECONDS
-    # The heuristics that win some Metis family (generalization_heuristics.md) and fair.
-    BASE=slaq,optimus,tiresias,fair,slaq-window
-    EVAL="python -m agents.generalist evaluate --env metis --model $RUN/best_model.zip --out $RUN/test.json --seeds 100 109 --baselines $BASE"
+    # The heuristics that win some Metis family (generalization_heuristics.md), fair, and
+    # switch-window (baselines/switch.py: the switch teacher as a plain heuristic).
+    BASE=slaq,optimus,tiresias,fair,slaq-window,switch-window
+    EVAL="python -m agents.generalist evaluate --env metis --model $RUN/best_model.zip --out $RUN/test.json --seeds 100 109 --baselines $BASE --workers $WORKERS"
     nice -n 10 "$PYTHON" -m agents.generalist evaluate --env metis --baselines "$BASE" \
-        --model "$RUN/best_model.zip" --out "$RUN/test.json" --seeds 100 109
+        --model "$RUN/best_model.zip" --out "$RUN/test.json" --seeds 100 109 --workers "$WORKERS"
     nice -n 10 "$PYTHON" -m agents.generalist_card "$RUN" --test "$RUN/test.json" \
         --wall-s "$wall" --evaluate-command "$EVAL" \
         --command "ENV=cluster_envs/MetisAllocation-v0 scripts/train_pretrained.sh"
