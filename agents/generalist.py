@@ -60,6 +60,7 @@ from agents.imitation import (
     warm_start,
 )
 from agents.set_policy import FlatPolicy, SetPolicy, adapt
+from cluster_envs.cli import positive_int
 from cluster_envs.envs.rollout import HeuristicAgent, rollout
 from cluster_envs.harness.suites import METIS_BASELINES, MOLDABLE_BASELINES, PLACEMENT_BASELINES
 
@@ -743,7 +744,7 @@ def main(argv: list[str] | None = None) -> None:
     )
     t.add_argument(
         "--demo-workers",
-        type=int,
+        type=positive_int,
         default=1,
         help="processes that collect --demo-families' episodes side by side (same "
         "demonstrations as 1; a lookahead teacher's episodes cost minutes)",
@@ -772,7 +773,7 @@ def main(argv: list[str] | None = None) -> None:
     e.add_argument("--quick", action="store_true")
     e.add_argument(
         "--workers",
-        type=int,
+        type=positive_int,
         default=1,
         help="processes that evaluate families side by side (the same runs; default 1)",
     )

@@ -412,8 +412,12 @@ def make_teacher(name: str, env_id: str, base: Any = None) -> Any:
                 f"teacher setting {item!r} in {name}@{settings}: expected commit=<int>, "
                 "margin=<float> or prefer=<option>"
             ) from None
-    if "prefer" in extra and not option_action(base):
-        raise ConfigError("prefer= relabels MetisAllocation's action='hints' options only")
+    if "prefer" in extra:
+        if not option_action(base):
+            raise ConfigError("prefer= relabels MetisAllocation's action='hints' options only")
+        if extra["prefer"] not in base.hints.options:
+            raise ConfigError(f"prefer={extra['prefer']!r} is no option of the env "
+                              f"({', '.join(base.hints.options)})")  # fmt: skip
     teacher = _make_lookahead(base_name, listed, env_id, extra)
     teacher.options = option_action(base)
     return teacher

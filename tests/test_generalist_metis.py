@@ -109,7 +109,7 @@ def test_prefer_relabels_ties_with_the_preferred_option_and_plays_the_same() -> 
     assert moved.any() and (labels[moved] == switch).all()
 
 
-def test_teacher_settings_are_parsed_and_checked() -> None:
+def test_teacher_settings_are_parsed_and_checked(capsys: pytest.CaptureFixture[str]) -> None:
     env = _hints_env()
     look = make_teacher("lookahead:slaq,tiresias@commit=3,margin=0.02,prefer=fair", METIS,
                         env.unwrapped)  # fmt: skip
@@ -122,6 +122,12 @@ def test_teacher_settings_are_parsed_and_checked() -> None:
         make_teacher("lookahead:slaq@speed=2", METIS, env.unwrapped)
     with pytest.raises(ConfigError, match="lookahead only"):
         make_teacher("slaq@commit=2", METIS, env.unwrapped)
+    with pytest.raises(ConfigError, match="prefer='srpt' is no option"):
+        make_teacher("lookahead:slaq@prefer=srpt", METIS, env.unwrapped)
+    with pytest.raises(SystemExit) as refused:  # argparse: --workers must be >= 1
+        generalist.main(["evaluate", "--env", "metis", "--model", "none", "--out", "x.json",
+                         "--workers", "0"])  # fmt: skip
+    assert refused.value.code == 2 and "must be >= 1" in capsys.readouterr().err
     with pytest.raises(ConfigError, match="options only"):
         make_teacher("lookahead:slaq@prefer=fair", METIS, gym.make(METIS, **SMALL).unwrapped)
 
