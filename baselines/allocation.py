@@ -28,6 +28,7 @@ from __future__ import annotations
 import heapq
 import math
 from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
@@ -35,6 +36,7 @@ from cluster_envs.errors import ConfigError
 from cluster_envs.perf.speed import SpeedModel, packed_shape
 from cluster_envs.policies.context import PolicyContext
 from cluster_envs.policies.projection import DEFAULT_NUM_SLOTS, AllocationState, plan_allocation
+from cluster_envs.sim.copying import copy_sharing
 from cluster_envs.sim.quality import curve_integral
 from cluster_envs.sim.view import ClusterView, JobStatus, JobTable
 from cluster_envs.types import NO_DECISION, Decision
@@ -86,6 +88,10 @@ class AllocationPolicy:
         """Take the env's slot count (``cluster_envs.policies.context``)."""
         if context.num_slots is not None:
             self.num_slots = check_slots(context.num_slots)
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> AllocationPolicy:
+        """A fork's copy: the rate cache (pairs of ints to floats) copied one level."""
+        return copy_sharing(self, memo, ("_rates",))
 
     def reset(self, seed: int | None = None) -> None:
         """Forget the last decision and cached speeds."""

@@ -13,6 +13,7 @@ from typing import Any, TypeVar
 
 from cluster_envs.errors import ConfigError
 from cluster_envs.names import suggest, unknown_name
+from cluster_envs.types import Immutable
 
 T = TypeVar("T")
 
@@ -51,7 +52,7 @@ def from_dict(cls: type[T], data: Mapping[str, Any]) -> T:
 
 
 @dataclass(frozen=True)
-class NodeGroup:
+class NodeGroup(Immutable):
     """``num_nodes`` identical nodes with ``gpus_per_node`` GPUs of ``gpu_type`` each."""
 
     num_nodes: int
@@ -69,7 +70,7 @@ class NodeGroup:
 
 
 @dataclass(frozen=True)
-class ClusterConfig:
+class ClusterConfig(Immutable):
     """A cluster: groups of identical nodes plus the inter-node link speed.
 
     Attributes:
@@ -154,7 +155,7 @@ def get_cluster(cluster: str | ClusterConfig | Mapping[str, Any]) -> ClusterConf
 
 
 @dataclass(frozen=True)
-class SimConfig:
+class SimConfig(Immutable):
     """Simulator settings.
 
     Attributes:

@@ -11,12 +11,30 @@ from __future__ import annotations
 import enum
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from cluster_envs.errors import ConfigError
 
 if TYPE_CHECKING:
     from cluster_envs.perf.speed import SpeedModel
+
+
+class Immutable:
+    """Mixin of the immutable values (jobs, curves, speed models, configs, decisions):
+    ``copy.deepcopy`` returns the object itself.
+
+    A fork of a running simulation (:mod:`cluster_envs.sim.fork`) deep-copies the
+    simulator and its policy; the values they hold never change, so the fork shares them
+    instead of rebuilding hundreds of frozen dataclasses each time (a Metis lookahead
+    teacher forks six times a decision; see benchmarks/results/envs_profile.md). A
+    subclass must be immutable all the way down: a speed model a user plugs into a
+    :class:`JobSpec` must not keep state that changes its answers.
+    """
+
+    __slots__ = ()
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> Any:
+        return self
 
 
 class JobKind(enum.Enum):
@@ -43,7 +61,7 @@ class JobState(enum.IntEnum):
 
 
 @dataclass(frozen=True, slots=True)
-class LossCurveParams:
+class LossCurveParams(Immutable):
     """Optimus loss curve ``l(k) = 1 / (b0 * k + b1) + b2`` with ``k`` in iterations."""
 
     b0: float
@@ -56,7 +74,7 @@ class LossCurveParams:
 
 
 @dataclass(frozen=True, slots=True)
-class JobSpec:
+class JobSpec(Immutable):
     """Static description of one training job.
 
     Attributes:
@@ -133,7 +151,7 @@ def placement_gpus(placement: Placement) -> int:
 
 
 @dataclass(frozen=True, slots=True)
-class Allocate:
+class Allocate(Immutable):
     """Give ``job_id`` exactly the GPUs of ``placement``.
 
     For a queued job this starts it; for a running job it resizes or migrates it (a
@@ -152,7 +170,7 @@ class Allocate:
 
 
 @dataclass(frozen=True, slots=True)
-class Preempt:
+class Preempt(Immutable):
     """Stop ``job_id``; it keeps its progress and returns to the queue."""
 
     job_id: int
@@ -162,7 +180,7 @@ Action = Allocate | Preempt
 
 
 @dataclass(frozen=True, slots=True)
-class Decision:
+class Decision(Immutable):
     """What a policy asks the simulator to do now, applied in order."""
 
     actions: tuple[Action, ...] = ()

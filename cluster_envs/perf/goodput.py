@@ -36,6 +36,7 @@ from cluster_envs.perf import zoo
 from cluster_envs.perf.measured import MeasuredTable, micro_batches
 from cluster_envs.perf.speed import shape_totals
 from cluster_envs.perf.throughput import CEIL_EPS, PolluxThroughput
+from cluster_envs.types import Immutable
 
 GOODPUT_FILE = "goodput.json"
 #: Candidate batch sizes per allocation searched by :meth:`GoodputModel.best_batch`
@@ -76,7 +77,7 @@ def iteration_times(
 
 
 @dataclass(frozen=True)
-class GoodputModel:
+class GoodputModel(Immutable):
     """The goodput of one zoo model (see the module docstring).
 
     Attributes:
@@ -226,7 +227,7 @@ def get_goodput_model(name: str) -> GoodputModel:
 
 
 @dataclass(frozen=True)
-class GoodputSpeed:
+class GoodputSpeed(Immutable):
     """Speed model of an adaptive-batch job: progress per second (goodput).
 
     The simulator calls :meth:`goodput_rate` with the job's current batch size and the

@@ -39,6 +39,7 @@ from cluster_envs.config import unknown_name
 from cluster_envs.perf import zoo
 from cluster_envs.perf.speed import shape_totals
 from cluster_envs.perf.throughput import CEIL_EPS, PolluxThroughput
+from cluster_envs.types import Immutable
 
 MEASURED_FILE = "pollux_throughput.json"
 #: Nodes beyond which the artifact reads the 16-node measurements.
@@ -182,7 +183,7 @@ def micro_batches(batch_size: int, replicas: int, max_local_bsz: int) -> tuple[i
 
 
 @dataclass(frozen=True)
-class MeasuredThroughput:
+class MeasuredThroughput(Immutable):
     """Iterations/s of a fixed-batch job from the measured tables (the artifact's truth).
 
     The micro-batch rule is the artifact's for jobs with a set batch size

@@ -22,10 +22,11 @@ from numpy.typing import ArrayLike
 from scipy.optimize import nnls
 
 from cluster_envs.perf.speed import shape_totals
+from cluster_envs.types import Immutable
 
 
 @dataclass(frozen=True)
-class OptimusPSThroughput:
+class OptimusPSThroughput(Immutable):
     """Parameter-server speed model, usable as a :class:`SpeedModel`.
 
     As a SpeedModel, the job runs one worker per GPU (``w`` = total GPUs) and one

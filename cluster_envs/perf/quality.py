@@ -17,12 +17,14 @@ from typing import overload
 import numpy as np
 from numpy.typing import ArrayLike
 
+from cluster_envs.types import Immutable
+
 #: Tolerance when checking that table values lie in [0, 1] and never decrease.
 TABLE_TOL = 1e-9
 
 
 @dataclass(frozen=True)
-class QualityCurve:
+class QualityCurve(Immutable):
     """Piecewise-linear, non-decreasing quality vs fraction of training.
 
     Attributes:

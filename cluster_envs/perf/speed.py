@@ -15,6 +15,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
+from cluster_envs.types import Immutable
+
 #: Default slowdown of a placement-agnostic job's sync when it spans several nodes.
 DEFAULT_CROSS_NODE_PENALTY = 0.0
 
@@ -47,7 +49,7 @@ class Speedup(Protocol):
 
 
 @dataclass(frozen=True)
-class SpeedupThroughput:
+class SpeedupThroughput(Immutable):
     """``rate_1 * S(n)``, optionally slowed when the job spans nodes.
 
     Attributes:

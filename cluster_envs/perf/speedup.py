@@ -20,6 +20,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from cluster_envs.perf.speed import SpeedModel, packed_shape
+from cluster_envs.types import Immutable
 
 
 def _check_n(n: float) -> None:
@@ -28,7 +29,7 @@ def _check_n(n: float) -> None:
 
 
 @dataclass(frozen=True)
-class Amdahl:
+class Amdahl(Immutable):
     """Amdahl's law with parallel fraction ``f`` in [0, 1]."""
 
     f: float
@@ -44,7 +45,7 @@ class Amdahl:
 
 
 @dataclass(frozen=True)
-class PowerLaw:
+class PowerLaw(Immutable):
     """``S(n) = n ** p`` with exponent ``p`` in [0, 1]."""
 
     p: float
@@ -60,7 +61,7 @@ class PowerLaw:
 
 
 @dataclass(frozen=True)
-class Downey:
+class Downey(Immutable):
     """Downey's speedup model with average parallelism ``A >= 1`` and ``sigma >= 0``.
 
     Low variance (``sigma <= 1``)::
@@ -102,7 +103,7 @@ class Downey:
 
 
 @dataclass(frozen=True)
-class TabulatedSpeedup:
+class TabulatedSpeedup(Immutable):
     """Speedup measured at some GPU counts, interpolated linearly in ``log(n)``.
 
     Beyond the largest measured count the curve stays flat. ``(1, 1.0)`` is added when

@@ -26,6 +26,7 @@ from scipy.optimize import least_squares
 
 from cluster_envs.perf.optimus_ps import OptimusPSThroughput, fit_optimus_ps
 from cluster_envs.perf.speed import shape_totals
+from cluster_envs.types import Immutable
 
 #: Tolerance of the ceil() in the gradient-accumulation rule (as in Pollux).
 CEIL_EPS = 1e-8
@@ -40,7 +41,7 @@ COMPONENT_WEIGHT = 0.0
 
 
 @dataclass(frozen=True)
-class PolluxThroughput:
+class PolluxThroughput(Immutable):
     """Iterations per second of an all-reduce job at a fixed global batch size.
 
     Attributes:

@@ -16,6 +16,9 @@ exactly as without it.
 
 from __future__ import annotations
 
+from typing import Any
+
+from cluster_envs.sim.copying import copy_sharing
 from cluster_envs.types import Placement
 
 
@@ -36,6 +39,11 @@ class Contention:
         self.jobs_on: list[set[int]] = [set() for _ in range(num_nodes)]
         self.distributed_on = [0] * num_nodes
         self._placement: dict[int, Placement] = {}
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> Contention:
+        """A fork's copy: the per-node counts and the placements (tuples) copied one level,
+        the per-node job sets deep (:mod:`cluster_envs.sim.copying`)."""
+        return copy_sharing(self, memo, ("distributed_on", "_placement"))
 
     def add(self, j: int, placement: Placement) -> set[int]:
         """Register job ``j`` on its nodes; returns the other jobs whose speed may change."""

@@ -11,6 +11,7 @@ import bisect
 from functools import lru_cache
 
 from cluster_envs.perf.quality import QualityCurve
+from cluster_envs.types import Immutable
 
 #: Fraction spans shorter than this are integrated at their midpoint (float safety).
 MIN_FRACTION_SPAN = 1e-12
@@ -18,7 +19,7 @@ MIN_FRACTION_SPAN = 1e-12
 LINEAR_QUALITY = QualityCurve((0.0, 1.0), (0.0, 1.0))
 
 
-class CurveIntegral:
+class CurveIntegral(Immutable):
     """A piecewise-linear quality curve with its exact antiderivative and inverse.
 
     Scalar evaluation in plain Python (bisection over the breakpoints): this runs for

@@ -19,16 +19,18 @@ the estimate depends only on the job's progress, not on when a policy asks (pari
 
 from __future__ import annotations
 
+import copy
 import functools
 import math
 from collections import defaultdict
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from cluster_envs.perf.loss_curve import iterations_to_target
 from cluster_envs.perf.loss_fast import fit_arrays, ramp_weights
+from cluster_envs.sim.copying import copy_sharing
 from cluster_envs.types import JobSpec, LossCurveParams
 
 if TYPE_CHECKING:
@@ -101,6 +103,10 @@ def _kept(milestone: int) -> np.ndarray:
     return idx
 
 
+#: The estimator's per-job lists of immutable values (counts and fitted curves).
+_ESTIMATOR_VALUES = frozenset({"_num_obs", "_fit", "_fit_count"})
+
+
 class WorkEstimator:
     """Loss observations and length estimates for every job of one simulation.
 
@@ -127,6 +133,15 @@ class WorkEstimator:
         self._fit_count_arr = np.zeros(n, dtype=np.int64)  # the same, for vector reads
         self._total = np.full(n, np.nan)
         self._interval = np.zeros(n)
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> WorkEstimator:
+        """A fork's copy (:mod:`cluster_envs.sim.copying`): the generators deep-copied,
+        the observation chunks (read-only arrays) and the per-job counts and fits shared
+        by new lists, not walked element by element."""
+        memo[id(self._rng)] = [None if g is None else copy.deepcopy(g, memo) for g in self._rng]
+        for chunks in (self._k, self._loss):
+            memo[id(chunks)] = defaultdict(list, {j: list(c) for j, c in chunks.items()})
+        return copy_sharing(self, memo, _ESTIMATOR_VALUES)
 
     def prior(self, j: int) -> float:
         """Prior iterations of job ``j`` (cached)."""
@@ -155,6 +170,7 @@ class WorkEstimator:
             return np.zeros(0), np.zeros(0)
         if len(ks) > 1:  # join the chunks once
             ks[:], losses[:] = [np.concatenate(ks)], [np.concatenate(losses)]
+            ks[0].flags.writeable = losses[0].flags.writeable = False
         return ks[0], losses[0]
 
     def _observe(self, j: int) -> int:
@@ -175,8 +191,10 @@ class WorkEstimator:
             c = spec.loss_curve
             true = 1.0 / (c.b0 * k + c.b1) + c.b2
             noisy = true * (1.0 + self.noise_std * rng.standard_normal(len(k)))
+            loss = np.maximum(noisy, 1e-3 * true)
+            k.flags.writeable = loss.flags.writeable = False  # forks share the chunks
             self._k[j].append(k)
-            self._loss[j].append(np.maximum(noisy, 1e-3 * true))
+            self._loss[j].append(loss)
             count = self._num_obs[j] = upto
         return count
 

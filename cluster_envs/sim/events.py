@@ -15,8 +15,11 @@ from __future__ import annotations
 
 import heapq
 import math
+from typing import Any
 
 import numpy as np
+
+from cluster_envs.sim.copying import copy_sharing
 
 EV_COMPLETE, EV_RESCALED, EV_ARRIVAL = 0, 1, 2
 
@@ -40,6 +43,11 @@ class EventQueue:
         self._next_arrival_s = float(self._arrival_s[0]) if len(order) else math.inf
         self.heap: list[Event] = []
         self.version = [0] * len(times)
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> EventQueue:
+        """A fork's copy: the versions (ints) and the heap of events (tuples of numbers)
+        copied one level (:mod:`cluster_envs.sim.copying`)."""
+        return copy_sharing(self, memo, ("heap", "version"))
 
     def invalidate(self, j: int) -> int:
         """Make job ``j``'s pending completion/rescale events stale; its new version."""

@@ -14,12 +14,13 @@ from __future__ import annotations
 
 import math
 from array import array
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from cluster_envs.perf.speed import packed_shape
 from cluster_envs.sim.columns import job_column, job_groups
+from cluster_envs.sim.copying import copy_sharing
 from cluster_envs.sim.observers import SimObserver
 from cluster_envs.types import Placement
 
@@ -58,6 +59,10 @@ class EpisodeRecord(SimObserver):
         #: (job_id, start_s, end_s, placement) of every finished holding of GPUs (tuples:
         #: results hand them on, so building them once here is the cheapest).
         self.segments: list[tuple[int, float, float, Placement]] = []
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> EpisodeRecord:
+        """A fork's copy: the segments (tuples) copied one level (:mod:`~cluster_envs.sim.copying`)."""
+        return copy_sharing(self, memo, ("segments",))
 
     def on_advance(self, sim: Simulator, t0: float, t1: float) -> None:
         """The state held from ``t0`` to ``t1``: add its busy GPU-seconds, log it."""

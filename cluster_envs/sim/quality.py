@@ -32,12 +32,13 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from cluster_envs.errors import ConfigError
 from cluster_envs.sim.columns import job_column, per_job
+from cluster_envs.sim.copying import copy_sharing
 from cluster_envs.sim.curves import (
     LINEAR_QUALITY,
     MIN_FRACTION_SPAN,
@@ -45,7 +46,7 @@ from cluster_envs.sim.curves import (
     curve_integral,
 )
 from cluster_envs.sim.observers import SimObserver
-from cluster_envs.types import JobState
+from cluster_envs.types import Immutable, JobState
 
 if TYPE_CHECKING:
     from cluster_envs.sim.engine import Simulator
@@ -59,7 +60,7 @@ _PENDING = int(JobState.PENDING)
 
 
 @dataclass(frozen=True)
-class QualitySettings:
+class QualitySettings(Immutable):
     """How quality metrics are computed.
 
     Attributes:
@@ -75,6 +76,10 @@ class QualitySettings:
             raise ConfigError(f"quality window_s must be finite and > 0, got {self.window_s}")
         if not 0 < self.threshold <= 1:
             raise ConfigError(f"quality threshold must lie in (0, 1], got {self.threshold}")
+
+
+#: The tracker's per-job containers of immutable values (curves, floats, flags, pairs).
+_TRACKER_VALUES = frozenset({"curves", "_final", "_submit", "_target", "_reached", "_q_at"})
 
 
 class QualityTracker(SimObserver):
@@ -110,6 +115,11 @@ class QualityTracker(SimObserver):
         self._terms_version = -1
         self._q_at: dict[int, tuple[float, float]] = {}  # job -> (fraction, its quality)
         self._done = (-1, 0.0, self.window_area)  # see _out_of_system
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> QualityTracker:
+        """A fork's copy: the per-job lists of floats, flags and curves copied one level
+        (:mod:`cluster_envs.sim.copying`)."""
+        return copy_sharing(self, memo, _TRACKER_VALUES)
 
     def fraction(self, j: int) -> float:
         """Fraction of job ``j``'s training done now (1 once finished)."""

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from cluster_envs.errors import ConfigError
 from cluster_envs.perf.throughput import PolluxThroughput
+from cluster_envs.sim.copying import copy_sharing
 
 if TYPE_CHECKING:
     from cluster_envs.perf.speed import SpeedModel
@@ -59,6 +60,10 @@ class RateModel:
         # Copies and pickles drop the caches keyed by speed-model ids: a copy's speed
         # models are new objects, and an id may be reused once its object is gone.
         return {**self.__dict__, "_cache": {}, "_fast": {}}
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> RateModel:
+        """A fork's copy: the state above, the placement shapes (tuples) copied one level."""
+        return copy_sharing(self, memo, ("_shapes",))
 
     def fixed_rate(self, j: int, speed: SpeedModel, placement: Placement) -> float:
         """:meth:`rate_of` for a job without ``goodput_rate`` (no progress dependence)."""

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from cluster_envs.sim.columns import job_column, per_job
+from cluster_envs.sim.copying import copy_sharing, shallow
 from cluster_envs.sim.readonly import ContentionView, InventoryView, ListView, frozen, read_only
 from cluster_envs.sim.view import JobStatus, JobTable, make_job_status
 from cluster_envs.types import JobState
@@ -53,6 +54,10 @@ def _picker(ids: list[int]) -> Callable[[Sequence[Any]], tuple[Any, ...]]:
     if len(ids) > 1:
         return itemgetter(*ids)
     return lambda seq: tuple([seq[j] for j in ids])
+
+
+#: The simulator's per-job lists of immutable values (placements, speed models, flags).
+_VALUE_LISTS = frozenset({"_placement", "_speeds", "_goodput"})
 
 
 class SimulatorState:
@@ -309,3 +314,12 @@ class SimulatorState:
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state)
         self._make_views()
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> Any:
+        """A fork's copy: the per-job lists of immutable values and the static columns
+        copied one level, not walked element by element (:mod:`cluster_envs.sim.copying`)."""
+        if type(self._jobs) is tuple:
+            shallow(self._jobs, memo)  # JobSpecs are immutable: the tuple is shared
+        for column in self.__dict__.get("_spec_table", {}).values():
+            shallow(column, memo)  # arrays and lists of names and speed models
+        return copy_sharing(self, memo, _VALUE_LISTS)
