@@ -63,6 +63,10 @@ def test_playing_a_fork_leaves_the_original_untouched_and_reproduces_it() -> Non
     forked = play_out(sim_copy, policy_copy)
     assert pickle.dumps((sim, policy)) == before  # the original did not move
     assert forked == play_out(sim, policy)
+    # The fork's noise streams (restored from their states) drew what the original's did.
+    for j in range(len(sim.jobs)):
+        for mine, theirs in zip(est.observations(j), est_copy.observations(j), strict=True):
+            assert np.array_equal(mine, theirs)
 
 
 def test_sampled_arrivals_in_a_fork_leave_the_originals_columns_alone() -> None:

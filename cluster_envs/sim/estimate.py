@@ -19,7 +19,6 @@ the estimate depends only on the job's progress, not on when a policy asks (pari
 
 from __future__ import annotations
 
-import copy
 import functools
 import math
 from collections import defaultdict
@@ -103,6 +102,13 @@ def _kept(milestone: int) -> np.ndarray:
     return idx
 
 
+def _restore_generator(state: dict[str, Any]) -> np.random.Generator:
+    """A generator in ``state`` (``bit_generator.state`` of a forked estimator's stream)."""
+    bit_generator = getattr(np.random, state["bit_generator"])(0)
+    bit_generator.state = state
+    return np.random.Generator(bit_generator)
+
+
 #: The estimator's per-job lists of immutable values (counts and fitted curves).
 _ESTIMATOR_VALUES = frozenset({"_num_obs", "_fit", "_fit_count"})
 
@@ -127,7 +133,8 @@ class WorkEstimator:
         self._k: defaultdict[int, list[np.ndarray]] = defaultdict(list)
         self._loss: defaultdict[int, list[np.ndarray]] = defaultdict(list)
         self._num_obs = [0] * n
-        self._rng: list[np.random.Generator | None] = [None] * n
+        # Per job, created on first use; a fork holds a generator's state until it draws.
+        self._rng: list[np.random.Generator | dict[str, Any] | None] = [None] * n
         self._fit: list[LossCurveParams | None] = [None] * n
         self._fit_count = [0] * n
         self._fit_count_arr = np.zeros(n, dtype=np.int64)  # the same, for vector reads
@@ -135,10 +142,13 @@ class WorkEstimator:
         self._interval = np.zeros(n)
 
     def __deepcopy__(self, memo: dict[int, Any]) -> WorkEstimator:
-        """A fork's copy (:mod:`cluster_envs.sim.copying`): the generators deep-copied,
-        the observation chunks (read-only arrays) and the per-job counts and fits shared
-        by new lists, not walked element by element."""
-        memo[id(self._rng)] = [None if g is None else copy.deepcopy(g, memo) for g in self._rng]
+        """A fork's copy (:mod:`cluster_envs.sim.copying`): each generator as its state
+        (restored when the fork first draws from it: a deep copy of a generator costs
+        ~45 us, its state ~1.3 us, and a fork draws for few jobs), the observation chunks
+        (read-only arrays) and the per-job counts and fits shared by new lists."""
+        memo[id(self._rng)] = [
+            g.bit_generator.state if isinstance(g, np.random.Generator) else g for g in self._rng
+        ]
         for chunks in (self._k, self._loss):
             memo[id(chunks)] = defaultdict(list, {j: list(c) for j, c in chunks.items()})
         return copy_sharing(self, memo, _ESTIMATOR_VALUES)
@@ -185,6 +195,8 @@ class WorkEstimator:
             rng = self._rng[j]
             if rng is None:
                 rng = self._rng[j] = np.random.default_rng([self.seed, j])
+            elif not isinstance(rng, np.random.Generator):
+                rng = self._rng[j] = _restore_generator(rng)
             # One vectorised draw equals the same number of single draws: the noise of
             # observation i does not depend on when the history is read.
             k = step * np.arange(count + 1, upto + 1)
