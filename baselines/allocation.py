@@ -90,8 +90,9 @@ class AllocationPolicy:
             self.num_slots = check_slots(context.num_slots)
 
     def __deepcopy__(self, memo: dict[int, Any]) -> AllocationPolicy:
-        """A fork's copy: the rate cache (pairs of ints to floats) copied one level."""
-        return copy_sharing(self, memo, ("_rates",))
+        """A fork's copy: the rate cache (pairs of ints to floats) copied one level, the
+        last projection (never changed in place) shared; the state is immutable."""
+        return copy_sharing(self, memo, ("_rates", "_projected"))
 
     def reset(self, seed: int | None = None) -> None:
         """Forget the last decision and cached speeds."""

@@ -42,7 +42,7 @@ import numpy as np
 
 from cluster_envs.policies.placement import SMALL_CLUSTER, consolidate
 from cluster_envs.sim.queue import QueueSnapshot
-from cluster_envs.types import Allocate, Decision, Placement
+from cluster_envs.types import Allocate, Decision, Immutable, Placement
 
 if TYPE_CHECKING:
     from cluster_envs.sim.engine import Simulator
@@ -97,7 +97,7 @@ def project_counts(
 
 
 @dataclass(frozen=True)
-class AllocationState:
+class AllocationState(Immutable):
     """What the projection and placement read: free GPUs and the eligible jobs' GPUs.
 
     Attributes:
@@ -107,6 +107,9 @@ class AllocationState:
         placement: Current placement of each eligible job (empty when queued).
         min_gpus: Smallest allowed count of each eligible job.
         max_gpus: Largest allowed count of each eligible job.
+
+    Immutable (its arrays are never written; the cached properties are pure memos), so a
+    fork shares a policy's last state with the original.
     """
 
     free: np.ndarray

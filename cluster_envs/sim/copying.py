@@ -22,7 +22,10 @@ T = TypeVar("T")
 
 def shallow(value: T, memo: dict[int, Any]) -> T:
     """``value`` (a tuple, list, dict, set or numpy array of immutable elements) copied one
-    level, through ``memo`` (a container two attributes share is copied once)."""
+    level, through ``memo`` (a container two attributes share is copied once); a tuple
+    and ``None`` are shared."""
+    if value is None:
+        return value
     done = memo.get(id(value))
     if done is not None:
         return done  # type: ignore[no-any-return]
