@@ -23,6 +23,17 @@ import time
 from pathlib import Path
 from typing import Any
 
+from cluster_envs.cli import positive_int
+
+
+def non_negative_int(text: str) -> int:
+    """``--at``: 0 or more decisions."""
+    value = int(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be >= 0, got {value}")
+    return value
+
+
 OUT = Path(__file__).parent / "results"
 TEACHER = "lookahead:slaq,optimus,tiresias,fair,slaq-window,switch-window@prefer=switch-window"
 
@@ -56,12 +67,13 @@ def measure(family: str, at: int, forks: int, decisions: int) -> dict[str, float
     teacher = make_teacher(TEACHER, spec.env_id, base)
     teacher.reset(3)
     t0 = time.process_time()
-    for _ in range(decisions):
-        action = teacher.act(env, obs, info)
-        obs, _, term, trunc, info = env.step(action)
+    done = 0
+    while done < decisions:
+        obs, _, term, trunc, info = env.step(teacher.act(env, obs, info))
+        done += 1
         if term or trunc:
             break
-    decision_s = (time.process_time() - t0) / decisions
+    decision_s = (time.process_time() - t0) / done  # per decision actually made
     return {"jobs": len(sim.jobs), "now_s": float(sim.now_s), "fork_ms": fork_s * 1e3,
             "decision_ms": decision_s * 1e3}  # fmt: skip
 
@@ -79,10 +91,12 @@ def _child(src: str | None, args: argparse.Namespace) -> dict[str, float]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--family", default="pollux")
-    parser.add_argument("--at", type=int, default=30, help="decisions played before timing")
-    parser.add_argument("--forks", type=int, default=30)
-    parser.add_argument("--decisions", type=int, default=5)
-    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument(
+        "--at", type=non_negative_int, default=30, help="decisions played before timing"
+    )
+    parser.add_argument("--forks", type=positive_int, default=30)
+    parser.add_argument("--decisions", type=positive_int, default=5)
+    parser.add_argument("--repeats", type=positive_int, default=3)
     parser.add_argument("--before-src", help="source tree of the code to compare against")
     parser.add_argument("--before-label", help="what --before-src holds (e.g. a commit)")
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
