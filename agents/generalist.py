@@ -54,6 +54,7 @@ from agents.grouped_rollouts import InputDependentBaseline, SharedSeedWrapper
 from agents.imitation import (
     Demonstrations,
     PretrainSettings,
+    cached_demonstrations,
     collect_demonstrations,
     pretrain,
     pretrain_interleaved,
@@ -388,6 +389,7 @@ def warm_start_families(
     spec: EnvSpec = MOLDABLE,
     interleaved: bool = False,
     workers: int = 1,
+    cache: str | None = None,
 ) -> dict[str, Any]:
     """BC (+ DAgger) from ``settings.teacher`` on each of ``families``' *train* splits into
     ``model``'s one set of weights, in place (``--demo-families``).
@@ -404,6 +406,8 @@ def warm_start_families(
     its episodes. ``workers`` > 1 collects the episodes in that many forked processes
     (``--demo-workers``; a lookahead teacher costs a minute per Metis episode), one job
     per episode; each episode is seeded on its own, so the demonstrations are the same.
+    ``cache`` (``--demo-cache``) keeps the teacher's own episodes (round 0) in a folder
+    (:func:`agents.imitation.cached_demonstrations`) for refits of other networks.
     """
     one_pass = dataclasses.replace(settings, epochs=1, value_coef=0.0)
     envs = {f: make_env(f, "train", num_jobs, spec) for f in families}
@@ -436,7 +440,11 @@ def warm_start_families(
 
     def collect(r: int) -> dict[str, Demonstrations]:
         def job(f: str, k: int, m: int) -> Callable[[], Demonstrations]:
-            student = views[f] if r else None  # DAgger rounds: the family's view plays
+            if not r:  # the teacher plays: the same rows for every student
+                return lambda: cached_demonstrations(
+                    cache, env_id, kwargs[f], settings.teacher, m, seed + k, gamma
+                )
+            student = views[f]  # DAgger rounds: the family's view plays
             return lambda: collect_demonstrations(
                 env_id, kwargs[f], settings.teacher, m, seed + r * n + k, gamma, student=student
             )
@@ -520,7 +528,8 @@ def train(args: argparse.Namespace) -> None:
             families = families_of(args.demo_families, spec)
             record["warm_start"] = warm_start_families(
                 model, families, settings, args.seed, args.num_jobs, spec,
-                interleaved=args.demo_fit == "interleaved", workers=args.demo_workers)  # fmt: skip
+                interleaved=args.demo_fit == "interleaved", workers=args.demo_workers,
+                cache=args.demo_cache or None)  # fmt: skip
         else:
             record["warm_start"] = warm_start(model, spec.env_id, kwargs, settings, args.seed)
         model.save(out / "pretrained_model.zip")
@@ -748,6 +757,13 @@ def main(argv: list[str] | None = None) -> None:
         default=1,
         help="processes that collect --demo-families' episodes side by side (same "
         "demonstrations as 1; a lookahead teacher's episodes cost minutes)",
+    )
+    t.add_argument(
+        "--demo-cache",
+        default="",
+        help="folder keeping --demo-families' teacher episodes (round 0) for later runs "
+        "with the same teacher, families and seed (other networks, epochs or fits); "
+        "use a new folder after changing the simulator or the teacher",
     )
     t.add_argument("--dagger-rounds", type=int, default=1)
     t.add_argument(

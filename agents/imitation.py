@@ -21,8 +21,12 @@ The RL phase (``model.learn``) then starts from the cloned policy. Everything is
 
 from __future__ import annotations
 
+import hashlib
 import inspect
+import json
+import os
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import gymnasium as gym
@@ -182,6 +186,78 @@ def collect_demonstrations(
         episode_metrics=metrics,
         num_dropped=dropped,
     )
+
+
+DEMO_CACHE_FORMAT = 1
+
+
+def cached_demonstrations(
+    cache: str | Path | None,
+    env_id: str,
+    env_kwargs: dict[str, Any],
+    teacher: str,
+    episodes: int,
+    seed: int,
+    gamma: float,
+) -> Demonstrations:
+    """:func:`collect_demonstrations` of the teacher's own play, kept in ``cache`` (a folder).
+
+    A lookahead teacher's episode costs minutes, and the same teacher on the same episodes
+    gives the same rows (the episodes are seeded), so refits with other networks or epochs
+    can read them back. One ``.npz`` per call, named by a digest of everything the rows
+    depend on that the caller passes (env id, env kwargs, teacher, episodes, seed, gamma)
+    and the package version; the file records those inputs and a read checks them. A
+    change to the simulator or the teacher's code is not in the key: use a new folder
+    after one. DAgger's rows depend on the student, so they are never cached.
+    """
+    if cache is None:
+        return collect_demonstrations(env_id, env_kwargs, teacher, episodes, seed, gamma)
+    from cluster_envs import __version__
+
+    key = json.dumps(
+        {
+            "format": DEMO_CACHE_FORMAT,
+            "version": __version__,
+            "env_id": env_id,
+            "env_kwargs": env_kwargs,
+            "teacher": teacher,
+            "episodes": episodes,
+            "seed": seed,
+            "gamma": gamma,
+        },
+        sort_keys=True,
+    )
+    folder = Path(cache)
+    path = folder / f"demos-{hashlib.sha256(key.encode()).hexdigest()[:20]}.npz"
+    if path.exists():
+        with np.load(path, allow_pickle=False) as data:
+            if str(data["key"]) != key:
+                raise ConfigError(f"{path}: demonstration cache entry for other inputs")
+            masks = data["masks"] if bool(data["has_masks"]) else None
+            return Demonstrations(
+                observations=data["observations"],
+                actions=data["actions"],
+                masks=masks,
+                returns=data["returns"],
+                episode_metrics=json.loads(str(data["episode_metrics"])),
+                num_dropped=int(data["num_dropped"]),
+            )
+    demos = collect_demonstrations(env_id, env_kwargs, teacher, episodes, seed, gamma)
+    folder.mkdir(parents=True, exist_ok=True)
+    partial = path.with_name(f"{path.stem}.{os.getpid()}.partial.npz")
+    np.savez_compressed(
+        partial,
+        key=np.asarray(key),
+        observations=demos.observations,
+        actions=demos.actions,
+        masks=demos.masks if demos.masks is not None else np.zeros(0, dtype=bool),
+        has_masks=np.asarray(demos.masks is not None),
+        returns=demos.returns,
+        episode_metrics=np.asarray(json.dumps(demos.episode_metrics)),
+        num_dropped=np.asarray(demos.num_dropped),
+    )
+    os.replace(partial, path)  # whole or absent, even with workers writing side by side
+    return demos
 
 
 def _allowed(space: gym.Space, action: Any, mask: np.ndarray) -> bool:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -11,7 +12,7 @@ import torch
 from sb3_contrib import MaskablePPO
 from stable_baselines3.common.vec_env import DummyVecEnv, VecNormalize
 
-from agents import generalist
+from agents import generalist, imitation
 from agents.imitation import PretrainSettings, collect_demonstrations, pretrain_interleaved
 from agents.set_policy import SetPolicy, adapt
 from cluster_envs.errors import ConfigError
@@ -116,3 +117,45 @@ def test_demo_workers_collect_the_same_demonstrations() -> None:
 def test_run_all_keeps_the_jobs_order_across_workers() -> None:
     jobs = [lambda i=i: (i, float(np.sum(np.arange(i * 1000)))) for i in range(5)]
     assert generalist.run_all(jobs, workers=2) == [job() for job in jobs]
+
+
+def test_demo_cache_gives_the_same_warm_start_without_the_teacher(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``--demo-cache``: the teacher's episodes are written once; a second run reads them
+    back (the teacher is not asked again) and fits the same weights as a run without the
+    cache. DAgger rows (the student plays) are still collected."""
+    settings = PretrainSettings(teacher="threshold-eta", episodes=2, epochs=2, dagger_rounds=1)
+    plain = _model()
+    record = generalist.warm_start_families(plain, FAMILIES, settings, seed=3, num_jobs=12)
+    first = _model()
+    generalist.warm_start_families(first, FAMILIES, settings, seed=3, num_jobs=12,
+                                   cache=str(tmp_path))  # fmt: skip
+    files = sorted(tmp_path.glob("demos-*.npz"))
+    assert len(files) == len(FAMILIES)  # one per family (one worker: one call each)
+
+    real = imitation.collect_demonstrations
+    played = []
+
+    def dagger_only(*args: Any, **kwargs: Any) -> Any:
+        assert kwargs.get("student") is not None, "the teacher's round was not read back"
+        played.append(args[0])
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(imitation, "collect_demonstrations", dagger_only)
+    monkeypatch.setattr(generalist, "collect_demonstrations", dagger_only)
+    again = _model()
+    assert generalist.warm_start_families(again, FAMILIES, settings, seed=3, num_jobs=12,
+                                          cache=str(tmp_path)) == record  # fmt: skip
+    assert len(played) == len(FAMILIES)  # the DAgger round only
+    one, two = (m.policy.state_dict() for m in (plain, again))
+    assert all(torch.equal(one[k], two[k]) for k in one)
+
+    # An entry whose recorded inputs differ from its name is refused, not trusted.
+    with np.load(files[0]) as data:
+        entry = {k: data[k] for k in data.files}
+    entry["key"] = np.asarray(str(entry["key"]).replace("threshold-eta", "fifo"))
+    np.savez(files[0], **entry)
+    with pytest.raises(ConfigError, match="cache entry for other inputs"):
+        generalist.warm_start_families(_model(), FAMILIES, settings, seed=3, num_jobs=12,
+                                       cache=str(tmp_path))  # fmt: skip
