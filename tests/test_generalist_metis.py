@@ -10,6 +10,7 @@ import gymnasium as gym
 import numpy as np
 import pytest
 from helpers import play_registry_agent
+from sb3_contrib import MaskablePPO
 
 import cluster_envs  # noqa: F401  (registers the envs)
 from agents import generalist
@@ -144,6 +145,21 @@ def test_train_metis_clones_slaq_and_scores_validation_per_family(tmp_path: Path
     assert record["warm_start"]["rounds"][0]["teacher_agreement"] > 0.95
     last = record["curve"][-1]
     assert set(last["val_families"]) == {"synthetic-16", "alibaba"}
+    # A family's validation ratio is the reference's mean quality over the agent's (the
+    # targets' ratio), not a geometric mean of per-seed ratios.
+    spec = generalist.ENV_SPECS["metis"]
+    curve = generalist.ValCurve(["synthetic-16"], 1, tmp_path, 10, spec)
+    model = MaskablePPO.load(out / "best_model.zip", device="cpu")
+    env = generalist.make_env("synthetic-16", "validation", 10, spec)
+    agent = generalist._ModelAgent(generalist.adapt(model, env))
+    vals = np.array(generalist.play(env, agent, generalist.VAL_SEEDS, spec.metric))
+    # a reference whose per-seed ratios differ (0.5x .. 2x): their geometric mean is not
+    # the ratio of the means
+    ref = curve.refs["synthetic-16"] = vals * np.geomspace(0.5, 2.0, len(vals))
+    curve.evaluate(model, 0)
+    expected = float(np.mean(ref) / np.mean(vals))
+    assert abs(expected - 1.0) > 0.05
+    assert curve.curve[-1]["val_families"]["synthetic-16"] == pytest.approx(expected)
     test = tmp_path / "val.json"
     generalist.main(["evaluate", "--env", "metis", "--model", str(out / "best_model.zip"),
                      "--out", str(test), "--families", "synthetic-16", "--split", "validation",
