@@ -203,15 +203,29 @@ def cached_demonstrations(
     """:func:`collect_demonstrations` of the teacher's own play, kept in ``cache`` (a folder).
 
     A lookahead teacher's episode costs minutes, and the same teacher on the same episodes
-    gives the same rows (the episodes are seeded), so refits with other networks or epochs
-    can read them back. One ``.npz`` per call, named by a digest of everything the rows
-    depend on that the caller passes (env id, env kwargs, teacher, episodes, seed, gamma)
-    and the package version; the file records those inputs and a read checks them. A
-    change to the simulator or the teacher's code is not in the key: use a new folder
-    after one. DAgger's rows depend on the student, so they are never cached.
+    gives the same rows (each episode is seeded on its own), so refits with other networks
+    or epochs can read them back. One ``.npz`` per episode (so the entries do not depend
+    on how the episodes were split among ``--demo-workers``), named by a digest of
+    everything its rows depend on that the caller passes (env id, env kwargs, teacher, the
+    episode's seed, gamma) and the package version; the file records those inputs and a
+    read checks them. A change to the simulator or the teacher's code is not in the key:
+    use a new folder after one. DAgger's rows depend on the student: never cached.
     """
     if cache is None:
         return collect_demonstrations(env_id, env_kwargs, teacher, episodes, seed, gamma)
+    parts = [
+        _cached_episode(Path(cache), env_id, env_kwargs, teacher, seed + k, gamma)
+        for k in range(episodes)
+    ]
+    demos = parts[0]
+    for more in parts[1:]:
+        demos = demos + more
+    return demos
+
+
+def _cached_episode(
+    folder: Path, env_id: str, env_kwargs: dict[str, Any], teacher: str, seed: int, gamma: float
+) -> Demonstrations:
     from cluster_envs import __version__
 
     key = json.dumps(
@@ -221,13 +235,12 @@ def cached_demonstrations(
             "env_id": env_id,
             "env_kwargs": env_kwargs,
             "teacher": teacher,
-            "episodes": episodes,
+            "episodes": 1,
             "seed": seed,
             "gamma": gamma,
         },
         sort_keys=True,
     )
-    folder = Path(cache)
     path = folder / f"demos-{hashlib.sha256(key.encode()).hexdigest()[:20]}.npz"
     if path.exists():
         with np.load(path, allow_pickle=False) as data:
@@ -242,7 +255,7 @@ def cached_demonstrations(
                 episode_metrics=json.loads(str(data["episode_metrics"])),
                 num_dropped=int(data["num_dropped"]),
             )
-    demos = collect_demonstrations(env_id, env_kwargs, teacher, episodes, seed, gamma)
+    demos = collect_demonstrations(env_id, env_kwargs, teacher, 1, seed, gamma)
     folder.mkdir(parents=True, exist_ok=True)
     partial = path.with_name(f"{path.stem}.{os.getpid()}.partial.npz")
     np.savez_compressed(

@@ -132,7 +132,7 @@ def test_demo_cache_gives_the_same_warm_start_without_the_teacher(
     generalist.warm_start_families(first, FAMILIES, settings, seed=3, num_jobs=12,
                                    cache=str(tmp_path))  # fmt: skip
     files = sorted(tmp_path.glob("demos-*.npz"))
-    assert len(files) == len(FAMILIES)  # one per family (one worker: one call each)
+    assert len(files) == len(FAMILIES) * settings.episodes  # one per episode
 
     real = imitation.collect_demonstrations
     played = []
@@ -148,6 +148,12 @@ def test_demo_cache_gives_the_same_warm_start_without_the_teacher(
     assert generalist.warm_start_families(again, FAMILIES, settings, seed=3, num_jobs=12,
                                           cache=str(tmp_path)) == record  # fmt: skip
     assert len(played) == len(FAMILIES)  # the DAgger round only
+    # --demo-workers 2 (one call per episode) reads the same entries
+    workers = _model()
+    assert generalist.warm_start_families(workers, FAMILIES, settings, seed=3, num_jobs=12,
+                                          cache=str(tmp_path), workers=2) == record  # fmt: skip
+    assert len(played) == len(FAMILIES)  # (forked workers: their calls are not seen here)
+    assert len(list(tmp_path.glob("demos-*.npz"))) == len(files)
     one, two = (m.policy.state_dict() for m in (plain, again))
     assert all(torch.equal(one[k], two[k]) for k in one)
 
