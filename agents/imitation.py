@@ -213,6 +213,8 @@ def cached_demonstrations(
     """
     if cache is None:
         return collect_demonstrations(env_id, env_kwargs, teacher, episodes, seed, gamma)
+    if Path(cache).exists() and not Path(cache).is_dir():
+        raise ConfigError(f"--demo-cache {cache}: not a folder")
     parts = [
         _cached_episode(Path(cache), env_id, env_kwargs, teacher, seed + k, gamma)
         for k in range(episodes)

@@ -157,6 +157,10 @@ def test_demo_cache_gives_the_same_warm_start_without_the_teacher(
     one, two = (m.policy.state_dict() for m in (plain, again))
     assert all(torch.equal(one[k], two[k]) for k in one)
 
+    # A cache path that is a file is named in the error.
+    with pytest.raises(ConfigError, match="not a folder"):
+        generalist.warm_start_families(_model(), FAMILIES, settings, seed=3, num_jobs=12,
+                                       cache=str(files[0]))  # fmt: skip
     # An entry whose recorded inputs differ from its name is refused, not trusted.
     with np.load(files[0]) as data:
         entry = {k: data[k] for k in data.files}
