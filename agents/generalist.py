@@ -480,7 +480,7 @@ def warm_start_families(
                        "losses": fit(demos, r)})  # fmt: skip
     return {"teacher": settings.teacher, "families": families, "episodes_per_round": n,
             "fit": "interleaved" if interleaved else "passes",
-            "dagger_rounds": settings.dagger_rounds,
+            "dagger_rounds": settings.dagger_rounds, "regret_coef": settings.regret_coef,
             "steps": {f: len(d) for f, d in demos.items()}, "rounds": rounds}  # fmt: skip
 
 
@@ -534,7 +534,8 @@ def train(args: argparse.Namespace) -> None:
     elif teacher and args.pretrain_episodes > 0:
         settings = PretrainSettings(teacher=teacher, episodes=args.pretrain_episodes,
                                     epochs=args.pretrain_epochs,
-                                    dagger_rounds=args.dagger_rounds)  # fmt: skip
+                                    dagger_rounds=args.dagger_rounds,
+                                    regret_coef=args.regret_coef)  # fmt: skip
         kwargs = env_kwargs(args.family, "train", args.num_jobs, spec)
         if args.demo_families:
             families = families_of(args.demo_families, spec)
@@ -778,6 +779,13 @@ def main(argv: list[str] | None = None) -> None:
         "use a new folder after changing the simulator or the teacher",
     )
     t.add_argument("--dagger-rounds", type=int, default=1)
+    t.add_argument(
+        "--regret-coef",
+        type=float,
+        default=0.0,
+        help="cost-sensitive cloning: weight of the expected regret the lookahead teacher "
+        "scores for each option (MetisAllocation); 0: plain cloning",
+    )
     t.add_argument(
         "--init-model",
         default="",

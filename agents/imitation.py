@@ -61,6 +61,12 @@ class PretrainSettings:
             agent plays ``episodes`` more episodes, the teacher labels the states *it*
             reached (so the agent learns to recover from its own mistakes, which plain
             cloning never shows it), and the agent is refitted on all data so far.
+        regret_coef: Weight of the cost-sensitive term (actor-critic policies with masks,
+            demonstrations with ``regrets``: a lookahead teacher on MetisAllocation's
+            options): the policy's expected regret per action entry, the teacher's own
+            relative regrets scaled so that the mean of each row's largest is 1. A
+            departure then costs what the lookahead says it loses, so a rare costly one
+            weighs more than many ties; ``0``: plain cloning.
     """
 
     teacher: str
@@ -70,6 +76,7 @@ class PretrainSettings:
     learning_rate: float = 1e-3
     value_coef: float = 0.5
     dagger_rounds: int = 0
+    regret_coef: float = 0.0
 
     def __post_init__(self) -> None:
         if self.dagger_rounds < 0:
@@ -79,11 +86,14 @@ class PretrainSettings:
                 raise ConfigError(f"pretrain {name} must be >= 1, got {getattr(self, name)}")
         if not self.learning_rate > 0 or self.value_coef < 0:
             raise ConfigError("pretrain learning_rate must be > 0 and value_coef >= 0")
+        if not self.regret_coef >= 0:
+            raise ConfigError(f"pretrain regret_coef must be >= 0, got {self.regret_coef}")
 
 
 @dataclass
 class Demonstrations:
-    """A teacher's play: one row per env step."""
+    """A teacher's play: one row per env step; ``regrets`` (optional, the masks' layout):
+    the teacher's relative regret of every action entry (zeros where it had none)."""
 
     observations: np.ndarray
     actions: np.ndarray
@@ -91,6 +101,7 @@ class Demonstrations:
     returns: np.ndarray
     episode_metrics: list[dict[str, float]] = field(default_factory=list)
     num_dropped: int = 0
+    regrets: np.ndarray | None = None
 
     def __len__(self) -> int:
         return len(self.actions)
@@ -99,6 +110,9 @@ class Demonstrations:
         masks = None
         if self.masks is not None and other.masks is not None:
             masks = np.concatenate([self.masks, other.masks])
+        regrets = None
+        if masks is not None and (self.regrets is not None or other.regrets is not None):
+            regrets = np.concatenate([_regrets_or_zeros(d) for d in (self, other)])
         return Demonstrations(
             observations=np.concatenate([self.observations, other.observations]),
             actions=np.concatenate([self.actions, other.actions]),
@@ -106,7 +120,15 @@ class Demonstrations:
             returns=np.concatenate([self.returns, other.returns]),
             episode_metrics=self.episode_metrics + other.episode_metrics,
             num_dropped=self.num_dropped + other.num_dropped,
+            regrets=regrets,
         )
+
+
+def _regrets_or_zeros(demos: Demonstrations) -> np.ndarray:
+    if demos.regrets is not None:
+        return demos.regrets
+    assert demos.masks is not None
+    return np.zeros(demos.masks.shape, dtype=np.float32)
 
 
 def collect_demonstrations(
@@ -136,6 +158,7 @@ def collect_demonstrations(
     obs_rows: list[np.ndarray] = []
     act_rows: list[np.ndarray] = []
     mask_rows: list[np.ndarray] = []
+    regret_rows: list[np.ndarray | None] = []
     returns: list[float] = []
     metrics: list[dict[str, float]] = []
     returns_at: list[int] = []
@@ -160,6 +183,7 @@ def collect_demonstrations(
                 returns_at.append(len(rewards))
                 if mask is not None:
                     mask_rows.append(np.asarray(mask, dtype=bool))
+                regret_rows.append(getattr(agent, "regrets", None))
             else:  # a plan made for the teacher's own earlier steps, stale after the agent's
                 dropped += 1
             if student is not None:
@@ -178,17 +202,25 @@ def collect_demonstrations(
     env.close()
     if not act_rows:
         raise ConfigError(f"teacher {teacher!r} took no decision in {episodes} episodes")
+    masks = np.stack(mask_rows) if len(mask_rows) == len(act_rows) else None
+    regrets = None
+    if masks is not None and any(r is not None for r in regret_rows):
+        regrets = np.zeros(masks.shape, dtype=np.float32)
+        for i, r in enumerate(regret_rows):
+            if r is not None:
+                regrets[i] = r
     return Demonstrations(
         observations=np.stack(obs_rows),
         actions=np.stack(act_rows),
-        masks=np.stack(mask_rows) if len(mask_rows) == len(act_rows) else None,
+        masks=masks,
         returns=np.asarray(returns, dtype=np.float32),
         episode_metrics=metrics,
         num_dropped=dropped,
+        regrets=regrets,
     )
 
 
-DEMO_CACHE_FORMAT = 1
+DEMO_CACHE_FORMAT = 2  # 2: with the teacher's regrets
 
 
 def cached_demonstrations(
@@ -256,6 +288,7 @@ def _cached_episode(
                 returns=data["returns"],
                 episode_metrics=json.loads(str(data["episode_metrics"])),
                 num_dropped=int(data["num_dropped"]),
+                regrets=data["regrets"] if bool(data["has_regrets"]) else None,
             )
     demos = collect_demonstrations(env_id, env_kwargs, teacher, 1, seed, gamma)
     folder.mkdir(parents=True, exist_ok=True)
@@ -270,6 +303,8 @@ def _cached_episode(
         returns=demos.returns,
         episode_metrics=np.asarray(json.dumps(demos.episode_metrics)),
         num_dropped=np.asarray(demos.num_dropped),
+        regrets=demos.regrets if demos.regrets is not None else np.zeros(0, dtype=np.float32),
+        has_regrets=np.asarray(demos.regrets is not None),
     )
     os.replace(partial, path)  # whole or absent, even with workers writing side by side
     return demos
@@ -287,7 +322,13 @@ def _allowed(space: gym.Space, action: Any, mask: np.ndarray) -> bool:
 class _Fit:
     """One model's demonstrations as tensors, and the loss of a minibatch of them."""
 
-    def __init__(self, model: BaseAlgorithm, demos: Demonstrations, value_coef: float) -> None:
+    def __init__(
+        self,
+        model: BaseAlgorithm,
+        demos: Demonstrations,
+        value_coef: float,
+        regret_coef: float = 0.0,
+    ) -> None:
         policy: Any = (
             model.policy
         )  # BasePolicy in SB3's types; DQN's has q_net, PPO's evaluate_actions
@@ -313,6 +354,15 @@ class _Fit:
         self.use_masks = (not self.is_q and masks is not None
                           and _takes_masks(policy.evaluate_actions))  # fmt: skip
         self.mask_t = torch.as_tensor(masks, device=device) if self.use_masks else None
+        self.regret_coef, self.regret_t, self.entries = regret_coef, None, 1
+        if regret_coef > 0 and self.use_masks and demos.regrets is not None:
+            peaks = demos.regrets.max(axis=1)
+            scale = float(peaks[peaks > 0].mean()) if (peaks > 0).any() else 1.0
+            self.regret_t = torch.as_tensor(demos.regrets / scale, dtype=torch.float32,
+                                            device=device)  # fmt: skip
+            space = model.action_space
+            if isinstance(space, gym.spaces.MultiDiscrete):
+                self.entries = len(space.nvec)
 
     def parameters(self) -> Any:
         return self.policy.q_net.parameters() if self.is_q else self.policy.parameters()
@@ -326,9 +376,17 @@ class _Fit:
             kwargs = (
                 {"action_masks": self.mask_t[idx].cpu().numpy()} if self.mask_t is not None else {}
             )
-            values, log_prob, _ = self.policy.evaluate_actions(self.obs_t[idx], self.act_t[idx],
-                                                               **kwargs)  # fmt: skip
-            imitation = -log_prob.mean()
+            if self.regret_t is None:
+                values, log_prob, _ = self.policy.evaluate_actions(
+                    self.obs_t[idx], self.act_t[idx], **kwargs
+                )
+                imitation = -log_prob.mean()
+            else:  # plus the expected regret of each entry's choice (regret_coef)
+                values, log_prob, probs = _evaluate_with_probs(
+                    self.policy, self.obs_t[idx], self.act_t[idx], kwargs["action_masks"]
+                )
+                regret = (probs * self.regret_t[idx]).sum(dim=1) / self.entries
+                imitation = -log_prob.mean() + self.regret_coef * regret.mean()
             value = F.mse_loss(values.flatten(), self.ret_t[idx])
         return imitation + self.value_coef * value, imitation, value
 
@@ -350,7 +408,7 @@ def pretrain(
     ``teacher_agreement``, the share of demonstrated action entries (one per step, or one
     per slot of a MultiDiscrete action) where the model's deterministic action is the
     teacher's."""
-    fit = _Fit(model, demos, settings.value_coef)
+    fit = _Fit(model, demos, settings.value_coef, settings.regret_coef)
     optimizer = torch.optim.Adam(fit.parameters(), lr=settings.learning_rate)
     generator = torch.Generator().manual_seed(seed)
     fit.policy.set_training_mode(True)
@@ -387,7 +445,8 @@ def pretrain_interleaved(
         raise ConfigError(f"pretrain_interleaved needs one model per dataset, got models "
                           f"{sorted(models)} and demonstrations {sorted(demos)}")  # fmt: skip
     names = list(demos)
-    fits = {k: _Fit(models[k], demos[k], settings.value_coef) for k in names}
+    fits = {k: _Fit(models[k], demos[k], settings.value_coef, settings.regret_coef)
+            for k in names}  # fmt: skip
     first = fits[names[0]]
     shared = {id(p) for p in first.parameters()}
     for k in names[1:]:
@@ -415,6 +474,24 @@ def pretrain_interleaved(
     for k in names:
         losses[k]["teacher_agreement"] = fits[k].finish()
     return losses
+
+
+def _evaluate_with_probs(
+    policy: Any, obs: torch.Tensor, actions: torch.Tensor, masks: np.ndarray
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """MaskableActorCriticPolicy.evaluate_actions' values and log-likelihoods, and the
+    masked distribution's probabilities, flat in the mask's layout (one forward pass)."""
+    features = policy.extract_features(obs)
+    if policy.share_features_extractor:
+        latent_pi, latent_vf = policy.mlp_extractor(features)
+    else:
+        latent_pi = policy.mlp_extractor.forward_actor(features[0])
+        latent_vf = policy.mlp_extractor.forward_critic(features[1])
+    distribution = policy._get_action_dist_from_latent(latent_pi)
+    distribution.apply_masking(masks)
+    parts = getattr(distribution, "distributions", None) or [distribution.distribution]
+    probs = torch.cat([p.probs for p in parts], dim=1)
+    return policy.value_net(latent_vf), distribution.log_prob(actions), probs
 
 
 def _student_action(model: BaseAlgorithm, obs: np.ndarray, info: dict[str, Any]) -> Any:

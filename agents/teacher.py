@@ -152,6 +152,9 @@ class LookaheadTeacher:
         self.choices: dict[str, int] = {}
         #: Return the chosen candidate's option (MetisAllocation ``action="hints"``).
         self.options = False
+        #: After :meth:`act`: each action entry's relative regret (:meth:`_option_regrets`),
+        #: or ``None`` where no lookahead ran (a held or pending decision, no options).
+        self.regrets: np.ndarray | None = None
 
     def reset(self, seed: int | None = None) -> None:
         """Forget the configured candidates (a new episode reconfigures them)."""
@@ -172,6 +175,7 @@ class LookaheadTeacher:
 
     def act(self, env: gym.Env, obs: np.ndarray, info: dict[str, Any]) -> Any:
         base: Any = env.unwrapped
+        self.regrets = None
         pending = getattr(base, "pending_action", None)
         if pending is not None:
             action = pending()
@@ -213,7 +217,28 @@ class LookaheadTeacher:
         if held is not None and self.margin and held[0] - best[0] <= self.margin * abs(held[0]):
             best = (held[0], held_rank, held[1])  # not better by the margin: keep it
         self._incumbent, self._hold = best[1], self.commit - 1
+        if self.options:
+            self.regrets = self._option_regrets(base, {r: c for r, (c, _) in costs.items()})
         return self._answer(env, obs, info, best[1], best[2])
+
+    def _option_regrets(self, base: Any, costs: dict[int, float]) -> np.ndarray:
+        """Flat ``(J * len(options),)``, the action mask's layout: for slot ``k`` and option
+        ``o``, the relative regret ``(cost_c - cost_best) / |cost_best|`` of the cheapest
+        scored candidate ``c`` that asks slot ``k`` for the GPU count option ``o`` asks
+        there (names do not matter, counts reach the env), else the worst candidate's.
+
+        A cost-sensitive clone (``PretrainSettings.regret_coef``) pays for a departure what
+        the lookahead says it loses, not one unit per differing label."""
+        options = base.hints.options
+        table = base.hints.table(base.sim, base.slots)  # (options, J) counts, -1: unavailable
+        best = min(costs.values())
+        rel = {r: (c - best) / max(abs(best), 1e-12) for r, c in costs.items()}
+        out = np.full(table.shape, max(rel.values()))
+        for rank, regret in rel.items():
+            counts = table[options.index(self.candidates[rank])]
+            same = (table == counts) & (table >= 0)
+            out[same] = np.minimum(out[same], regret)
+        return out.T.reshape(-1)
 
     def _answer(
         self, env: gym.Env, obs: np.ndarray, info: dict[str, Any], rank: int, decision: Any
