@@ -9,6 +9,7 @@ from pathlib import Path
 import gymnasium as gym
 import numpy as np
 import pytest
+import torch
 from helpers import play_registry_agent
 from sb3_contrib import MaskablePPO
 
@@ -265,3 +266,91 @@ def test_shipped_card_numbers_come_back_exactly_from_their_seeds() -> None:
     fam = REPLAY_FAMILIES[0]
     again = replay(card, fam, seeds[:3], PRETRAINED_DIR / f"{NAME}.zip")
     assert again == card["test_families"]["families"][fam]["quality_auc"]["agent"][:3]
+
+
+SIX = ("slaq", "optimus", "tiresias", "fair", "slaq-window", "switch-window")
+L6 = "lookahead:" + ",".join(SIX) + "@prefer=switch-window"
+
+
+def _six_env() -> gym.Env:
+    return gym.make(METIS, action="hints", observation="scale_free_hints", hint_policies=SIX,
+                    **SMALL)  # fmt: skip
+
+
+def test_the_lookahead_scores_every_option_by_its_regret() -> None:
+    """After each lookahead decision the teacher holds, per slot and option, the relative
+    regret of the cheapest candidate asking that GPU count: 0 for its own label (and any
+    option asking the label's count), > 0 for some option, none while a choice is held."""
+    env = _six_env()
+    base = env.unwrapped
+    n = len(base.hints.options)
+    look = make_teacher(L6 + ",commit=2", METIS, base)
+    obs, info = env.reset(seed=501)
+    look.reset(base.episode_seed)
+    positive = held = 0
+    for step in range(30):
+        action = np.asarray(look.act(env, obs, info))
+        if step % 2:  # the second decision of each commit=2 pair is held
+            assert look.regrets is None
+            held += 1
+        else:
+            regrets = look.regrets.reshape(-1, n)
+            mask = info["action_mask"].reshape(-1, n)
+            table = base.hints.table(base.sim, base.slots)
+            slots = np.arange(len(action))
+            assert (regrets >= 0).all()
+            assert (regrets[slots, action] == 0).all()
+            same = (table[action, slots][:, None] == table.T) & mask
+            assert (regrets[same] == 0).all()
+            positive += int((regrets[mask] > 0).any())
+        obs, _, term, trunc, info = env.step(action)
+        if term or trunc:
+            break
+    assert held and positive  # some decision mattered
+
+
+def test_cost_sensitive_cloning_moves_mass_off_costly_options(tmp_path: Path) -> None:
+    """--regret-coef: the teacher's regrets ride with the demonstrations (and through the
+    cache); a fit with the regret term ends with a lower expected regret on them than plain
+    cloning from the same start, and its loss is the likelihood plus that term."""
+    from stable_baselines3.common.vec_env import DummyVecEnv, VecNormalize
+
+    from agents.imitation import PretrainSettings, _Fit, cached_demonstrations, pretrain
+    from agents.set_policy import SetPolicy
+
+    kwargs = {"action": "hints", "observation": "scale_free_hints", "hint_policies": list(SIX),
+              **SMALL}  # fmt: skip
+    demos = cached_demonstrations(tmp_path, METIS, kwargs, L6, 2, 11, 0.99)
+    again = cached_demonstrations(tmp_path, METIS, kwargs, L6, 2, 11, 0.99)  # read back
+    assert demos.regrets is not None and demos.regrets.shape == demos.masks.shape
+    np.testing.assert_array_equal(again.regrets, demos.regrets)
+    assert (demos.regrets.max(axis=1) > 0).any()
+
+    def fitted(coef: float) -> MaskablePPO:
+        venv = VecNormalize(DummyVecEnv([lambda: gym.make(METIS, **kwargs)]), norm_obs=False)
+        model = MaskablePPO(SetPolicy, venv, n_steps=8, batch_size=8, seed=0, device="cpu",
+                            policy_kwargs={"hidden": 16})  # fmt: skip
+        settings = PretrainSettings(teacher=L6, epochs=15, batch_size=16, regret_coef=coef,
+                                    value_coef=0.0)  # fmt: skip
+        pretrain(model, demos, settings, seed=0)
+        return model
+
+    plain, costly = fitted(0.0), fitted(5.0)
+    check = _Fit(costly, demos, 0.0, 1.0)
+    idx = torch.arange(len(demos))
+    _, nll_and_regret, _ = check.loss(idx)
+    _, log_prob, _ = costly.policy.evaluate_actions(check.obs_t, check.act_t,
+                                                    action_masks=demos.masks)  # fmt: skip
+
+    def expected_regret(model: MaskablePPO) -> float:
+        with torch.no_grad():
+            dist = model.policy.get_distribution(check.obs_t, action_masks=demos.masks)
+            probs = torch.cat([d.probs for d in dist.distributions], dim=1)
+            return float((probs * check.regret_t).sum(dim=1).mean() / check.entries)
+
+    assert expected_regret(costly) < expected_regret(plain)
+    assert float(nll_and_regret) == pytest.approx(
+        float(-log_prob.mean()) + expected_regret(costly), rel=1e-4
+    )
+    with pytest.raises(ConfigError, match="regret_coef"):
+        PretrainSettings(teacher="slaq", regret_coef=-1.0)
