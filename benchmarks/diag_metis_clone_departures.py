@@ -3,7 +3,9 @@
 Plays the clone (deterministic) on one validation episode of a family and asks the
 six-heuristic lookahead teacher (``@prefer=switch-window``) for its action at every
 step of the clone's own trajectory; prints the steps where they differ and the most
-frequent (teacher option, clone option) pairs per slot. Option indices: the model's
+frequent (teacher option, clone option) pairs per slot, and what the departures cost by the
+teacher's own scores (``LookaheadTeacher.regrets``: per step, the mean over slots of the
+clone's option's relative regret; summed over the departing steps). Option indices: the model's
 ``hint_policies`` then keep, pause (0 slaq, 1 optimus, 2 tiresias, 3 fair,
 4 slaq-window, 5 switch-window, 6 keep, 7 pause).
 
@@ -45,6 +47,7 @@ def main() -> None:
     teacher.reset(base.episode_seed)
     pairs = collections.Counter()
     steps = diff_steps = 0
+    regret = []
     done = False
     while not done:
         t = np.asarray(teacher.act(env, obs, info)).reshape(-1)
@@ -52,6 +55,9 @@ def main() -> None:
         steps += 1
         if (t != s).any():
             diff_steps += 1
+            if teacher.regrets is not None:
+                per_slot = teacher.regrets.reshape(len(s), -1)
+                regret.append(float(per_slot[np.arange(len(s)), s].mean()))
             for a, b in zip(t, s, strict=True):
                 if a != b:
                     pairs[(int(a), int(b))] += 1
@@ -65,6 +71,8 @@ def main() -> None:
                 "steps": steps,
                 "diff_steps": diff_steps,
                 "slot_pairs(teacher,student)": {str(k): v for k, v in pairs.most_common(12)},
+                "departure_regret_sum": round(float(np.sum(regret)), 4),
+                "departure_regret_top5": sorted(np.round(regret, 4).tolist())[-5:],
                 "quality": info["episode_metrics"]["quality_auc"],
             }
         )
