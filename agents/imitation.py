@@ -206,9 +206,9 @@ def collect_demonstrations(
     regrets = None
     if masks is not None and any(r is not None for r in regret_rows):
         regrets = np.zeros(masks.shape, dtype=np.float32)
-        for i, r in enumerate(regret_rows):
-            if r is not None:
-                regrets[i] = r
+        for i, row in enumerate(regret_rows):
+            if row is not None:
+                regrets[i] = row
     return Demonstrations(
         observations=np.stack(obs_rows),
         actions=np.stack(act_rows),
