@@ -349,8 +349,8 @@ def test_cost_sensitive_cloning_moves_mass_off_costly_options(tmp_path: Path) ->
             return float((probs * check.regret_t).sum(dim=1).mean() / check.entries)
 
     assert expected_regret(costly) < expected_regret(plain)
-    assert float(nll_and_regret) == pytest.approx(
-        float(-log_prob.mean()) + expected_regret(costly), rel=1e-4
+    assert nll_and_regret.detach().item() == pytest.approx(
+        -log_prob.detach().mean().item() + expected_regret(costly), rel=1e-4
     )
     with pytest.raises(ConfigError, match="regret_coef"):
         PretrainSettings(teacher="slaq", regret_coef=-1.0)
