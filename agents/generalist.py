@@ -63,6 +63,7 @@ from agents.imitation import (
 from agents.set_policy import FlatPolicy, SetPolicy, adapt
 from cluster_envs.cli import positive_int
 from cluster_envs.envs.rollout import HeuristicAgent, rollout
+from cluster_envs.errors import ConfigError
 from cluster_envs.harness.suites import METIS_BASELINES, MOLDABLE_BASELINES, PLACEMENT_BASELINES
 
 ENV_ID = "cluster_envs/MoldableScheduling-v0"
@@ -367,6 +368,22 @@ class ValCurve(BaseCallback):
         return True
 
 
+def critic_only(policy: torch.nn.Module) -> list[torch.nn.Parameter]:
+    """Freeze every parameter of ``policy`` but the critic's (SetPolicy's
+    ``mlp_extractor.critic``, an MlpExtractor's ``mlp_extractor.value_net``, and the value
+    head ``value_net``); returns the frozen ones. PPO then moves only the value function:
+    a cloned policy's critic is untrained (cloning with normalised rewards fits no values),
+    and advantages from it would push the clone anywhere in its first updates."""
+    critic = ("mlp_extractor.critic.", "mlp_extractor.value_net.", "value_net.")
+    frozen = [p for n, p in policy.named_parameters()
+              if not n.startswith(critic) and p.requires_grad]  # fmt: skip
+    if len(frozen) == len(list(policy.parameters())):
+        raise ConfigError(f"{type(policy).__name__} has no critic parameters to warm up")
+    for param in frozen:
+        param.requires_grad_(False)
+    return frozen
+
+
 _PENDING: list[Callable[[], Any]] = []  # the jobs run_all's forked workers inherit
 
 
@@ -497,13 +514,22 @@ def train(args: argparse.Namespace) -> None:
         spec = dataclasses.replace(spec, observation="scale_free_hints")
     if args.hint_policies:  # MetisAllocation: the heuristics the options follow
         spec = dataclasses.replace(spec, hint_policies=tuple(args.hint_policies.split(",")))
+    if args.val_best_of:  # the heuristics the checkpoint rule takes the best of
+        spec = dataclasses.replace(spec, val_best_of=tuple(args.val_best_of.split(",")))
     teacher = spec.teacher if args.teacher is None else args.teacher
+    # --family may list several families: PPO's env groups cycle through them (group g
+    # plays train_families[g % len]), so one rollout mixes clusters and workloads.
+    train_families = families_of(args.family, spec)
+    if args.groups < len(train_families):
+        raise ConfigError(f"--groups {args.groups} < {len(train_families)} --family entries: "
+                          "every family needs a group of its own")  # fmt: skip
 
     def thunk(i: int) -> Any:
         def make() -> gym.Env:
-            env = make_env(args.family, "train", args.num_jobs, spec)
-            group = i // args.group_size if args.groups_share else i
-            return SharedSeedWrapper(env, args.seed * 1_000_000, group)
+            group = i // args.group_size
+            env = make_env(train_families[group % len(train_families)], "train",
+                           args.num_jobs, spec)  # fmt: skip
+            return SharedSeedWrapper(env, args.seed * 1_000_000, group if args.groups_share else i)
 
         return make
 
@@ -519,7 +545,7 @@ def train(args: argparse.Namespace) -> None:
                         learning_rate=args.lr, ent_coef=args.ent_coef, gamma=args.gamma,
                         gae_lambda=0.95, n_epochs=args.n_epochs, target_kl=0.02,
                         policy_kwargs=policy_kwargs, seed=args.seed, device="cpu")  # fmt: skip
-    val_families = families_of(args.val_families, spec) if args.val_families else args.family
+    val_families = families_of(args.val_families, spec) if args.val_families else train_families
     refs_file = Path(args.val_refs) if args.val_refs else None
     curve = ValCurve(val_families, args.eval_freq, out, args.num_jobs, spec, refs_file, start)
     record: dict[str, Any] = {"args": vars(args), "env_id": spec.env_id,
@@ -536,9 +562,10 @@ def train(args: argparse.Namespace) -> None:
                                     epochs=args.pretrain_epochs,
                                     dagger_rounds=args.dagger_rounds,
                                     regret_coef=args.regret_coef)  # fmt: skip
-        kwargs = env_kwargs(args.family, "train", args.num_jobs, spec)
-        if args.demo_families:
-            families = families_of(args.demo_families, spec)
+        kwargs = env_kwargs(train_families[0], "train", args.num_jobs, spec)
+        demo_families = args.demo_families or (args.family if len(train_families) > 1 else "")
+        if demo_families:
+            families = families_of(demo_families, spec)
             record["warm_start"] = warm_start_families(
                 model, families, settings, args.seed, args.num_jobs, spec,
                 interleaved=args.demo_fit == "interleaved", workers=args.demo_workers,
@@ -552,7 +579,17 @@ def train(args: argparse.Namespace) -> None:
     if args.groups_share and args.group_size > 1:
         baseline = InputDependentBaseline(args.group_size)
         callbacks.append(baseline)
-    model.learn(args.timesteps, callback=CallbackList(callbacks))
+    if args.critic_warmup > 0:  # fit the critic to this policy's returns before PPO moves it
+        frozen = critic_only(model.policy)
+        model.learn(args.critic_warmup, callback=CallbackList(callbacks[1:]))
+        for param in frozen:
+            param.requires_grad_(True)
+        value_loss = model.logger.name_to_value.get("train/value_loss")
+        record["critic_warmup"] = {"timesteps": model.num_timesteps,
+                                   "value_loss": None if value_loss is None else float(value_loss)}  # fmt: skip
+        print("[critic warm-up]", record["critic_warmup"], flush=True)
+    model.learn(args.timesteps, callback=CallbackList(callbacks),
+                reset_num_timesteps=args.critic_warmup <= 0)  # fmt: skip
     curve.evaluate(model, model.num_timesteps)
     model.save(out / "final_model.zip")
     record.update(train_wall_s=round(time.time() - start, 1), timesteps=model.num_timesteps,
@@ -705,7 +742,11 @@ def main(argv: list[str] | None = None) -> None:
     t = sub.add_parser("train")
     t.add_argument("--out", required=True)
     t.add_argument("--env", default="moldable", help="moldable, placement or metis (ENV_SPECS)")
-    t.add_argument("--family", default="mixed")
+    t.add_argument(
+        "--family",
+        default="mixed",
+        help="the train split PPO plays; comma-separated: the env groups cycle through them",
+    )
     t.add_argument(
         "--val-families",
         default="",
@@ -791,6 +832,20 @@ def main(argv: list[str] | None = None) -> None:
         default="",
         help="start from this model's weights instead of a warm start (e.g. an earlier "
         "run's best_model.zip after BC/DAgger with --timesteps 0)",
+    )
+    t.add_argument(
+        "--critic-warmup",
+        type=int,
+        default=0,
+        help="PPO timesteps that train only the critic (the actor frozen) before --timesteps "
+        "of full PPO: a cloned policy's value head is untrained",
+    )
+    t.add_argument(
+        "--val-best-of",
+        default="",
+        help="comma-separated heuristics whose best per validation family the checkpoint "
+        "rule compares with (default: the env's; metis: slaq, optimus, tiresias, fair, "
+        "slaq-window)",
     )
     t.add_argument("--eval-freq", type=int, default=2048)
     t.add_argument(
