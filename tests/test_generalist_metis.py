@@ -354,3 +354,65 @@ def test_cost_sensitive_cloning_moves_mass_off_costly_options(tmp_path: Path) ->
     )
     with pytest.raises(ConfigError, match="regret_coef"):
         PretrainSettings(teacher="slaq", regret_coef=-1.0)
+
+
+def test_critic_warmup_moves_only_the_critic() -> None:
+    """critic_only freezes the actor (and the shared slot encoder): PPO then fits only the
+    value function; unfreezing restores every parameter's gradient."""
+    from stable_baselines3.common.vec_env import DummyVecEnv
+
+    venv = DummyVecEnv([_hints_env])
+    model = MaskablePPO(generalist.SetPolicy, venv, n_steps=32, batch_size=32, n_epochs=2,
+                        learning_rate=1e-3, seed=0, device="cpu")  # fmt: skip
+    before = {n: p.detach().clone() for n, p in model.policy.named_parameters()}
+    frozen = generalist.critic_only(model.policy)
+    model.learn(64)
+    moved = {n for n, p in model.policy.named_parameters() if not torch.equal(p, before[n])}
+    critic = {n for n in before if n.startswith(("mlp_extractor.critic.", "value_net."))}
+    assert critic and moved == critic
+    assert len(frozen) == len(before) - len(critic)
+    for param in frozen:
+        param.requires_grad_(True)
+    model.learn(64)
+    moved = {n for n, p in model.policy.named_parameters() if not torch.equal(p, before[n])}
+    assert moved - critic  # the actor learns again
+
+
+def test_ppo_from_a_clone_over_several_families(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """--init-model + --critic-warmup + --family a,b: the env groups cycle through the
+    families, the warm-up leaves the clone's policy (its first checkpoint scores as the
+    clone did), and too few groups for the families is an error."""
+    clone = tmp_path / "clone"
+    generalist.main(["train", "--env", "metis", "--out", str(clone), "--timesteps", "0",
+                     "--num-jobs", "10", "--pretrain-episodes", "2", "--dagger-rounds", "0",
+                     "--pretrain-epochs", "5", "--val-families", "synthetic-16"])  # fmt: skip
+    made: list[str] = []
+    real = generalist.make_env
+
+    def spy(family: str, split: str, *args: object, **kwargs: object) -> gym.Env:
+        if split == "train":
+            made.append(family)
+        return real(family, split, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(generalist, "make_env", spy)
+    out = tmp_path / "ppo"
+    generalist.main(["train", "--env", "metis", "--out", str(out), "--num-jobs", "10",
+                     "--init-model", str(clone / "best_model.zip"),
+                     "--family", "synthetic-16,alibaba", "--groups", "2", "--group-size", "2",
+                     "--n-steps", "32", "--batch-size", "64", "--critic-warmup", "128",
+                     "--timesteps", "128", "--eval-freq", "100000",
+                     "--val-families", "synthetic-16"])  # fmt: skip
+    assert made == ["synthetic-16", "synthetic-16", "alibaba", "alibaba"]
+    record = json.loads((out / "train.json").read_text())
+    assert record["critic_warmup"]["timesteps"] == 128
+    assert record["timesteps"] == 256
+    first = record["curve"][0]
+    assert first["timesteps"] >= 128
+    cloned = json.loads((clone / "train.json").read_text())["curve"][-1]
+    assert first["val_families"] == cloned["val_families"]
+    with pytest.raises(ConfigError, match="--groups 1"):
+        generalist.main(["train", "--env", "metis", "--out", str(tmp_path / "bad"),
+                         "--family", "synthetic-16,alibaba", "--groups", "1",
+                         "--timesteps", "0", "--pretrain-episodes", "0"])  # fmt: skip
