@@ -62,6 +62,7 @@ from agents.imitation import (
 )
 from agents.set_policy import FlatPolicy, SetPolicy, adapt
 from cluster_envs.cli import positive_int
+from cluster_envs.envs.metis_scale_free import SLICE_FIELD
 from cluster_envs.envs.rollout import HeuristicAgent, rollout
 from cluster_envs.errors import ConfigError
 from cluster_envs.harness.suites import METIS_BASELINES, MOLDABLE_BASELINES, PLACEMENT_BASELINES
@@ -100,6 +101,8 @@ class EnvSpec:
             episode's quality AUC can be near zero (a burst that no allocation serves in
             time), and its per-seed ratio (0.05 against 0.10: 2x) then outweighs the
             family's other seeds in a geometric mean.
+        observe_slice: MetisAllocation: the observation also holds the slice length
+            (the env's ``observe_slice``; ``--observe-slice``).
     """
 
     env_id: str
@@ -114,6 +117,7 @@ class EnvSpec:
     val_best_of: tuple[str, ...] = ()
     hint_policies: tuple[str, ...] | None = None
     val_of_means: bool = False
+    observe_slice: bool = False
 
     def ratio(self, value: Any, ref: Any) -> Any:
         """``value`` relative to ``ref``, > 1 when worse (quality: ``ref / value``)."""
@@ -157,6 +161,8 @@ def env_kwargs(family: str, split: str, num_jobs: int | None = None,
         extra["action"] = spec.action
     if spec.hint_policies is not None:
         extra["hint_policies"] = list(spec.hint_policies)
+    if spec.observe_slice:
+        extra["observe_slice"] = True
     if family.startswith(PRESET_PREFIX):
         where = {"preset": family[len(PRESET_PREFIX) :]}
     else:
@@ -174,7 +180,8 @@ def heuristic_env(family: str, split: str, num_jobs: int | None = None,
     """The env the heuristics play: the env's own action (counts on MetisAllocation) and
     the plain scale-free observation (hints would only ask every heuristic again each step;
     the metrics are the same)."""
-    plain = dataclasses.replace(spec, action=None, observation="scale_free", hint_policies=None)
+    plain = dataclasses.replace(spec, action=None, observation="scale_free", hint_policies=None,
+                                observe_slice=False)  # fmt: skip
     return make_env(family, split, num_jobs, plain)
 
 
@@ -194,7 +201,8 @@ def with_observation_of(model: Any, spec: EnvSpec) -> EnvSpec:
     layout = layout_of(model.observation_space)
     fields = layout.slot_fields if layout is not None else ()
     hinted = any(f.startswith(("pick=", "next=", "option=")) for f in fields)
-    spec = dataclasses.replace(spec, observation="scale_free_hints" if hinted else "scale_free")
+    spec = dataclasses.replace(spec, observation="scale_free_hints" if hinted else "scale_free",
+                               observe_slice=layout is not None and SLICE_FIELD in layout.global_fields)  # fmt: skip
     followed = tuple(f[len("option=") :] for f in fields if f.startswith("option="))
     if followed and spec.action == "hints":  # MetisAllocation: the heuristics it learned
         from cluster_envs.envs.metis_hints import HINT_POLICIES
@@ -211,7 +219,8 @@ def env_kwargs_of(spec: EnvSpec) -> dict[str, Any]:
     return {"observation": spec.observation,
             **({} if spec.action is None else {"action": spec.action}),
             **({} if spec.hint_policies is None
-               else {"hint_policies": list(spec.hint_policies)})}  # fmt: skip
+               else {"hint_policies": list(spec.hint_policies)}),
+            **({"observe_slice": True} if spec.observe_slice else {})}  # fmt: skip
 
 
 def families_of(names: str, spec: EnvSpec) -> list[str]:
@@ -514,6 +523,8 @@ def train(args: argparse.Namespace) -> None:
         spec = dataclasses.replace(spec, observation="scale_free_hints")
     if args.hint_policies:  # MetisAllocation: the heuristics the options follow
         spec = dataclasses.replace(spec, hint_policies=tuple(args.hint_policies.split(",")))
+    if args.observe_slice:  # MetisAllocation: the slice length among the cluster fields
+        spec = dataclasses.replace(spec, observe_slice=True)
     if args.val_best_of:  # the heuristics the checkpoint rule takes the best of
         spec = dataclasses.replace(spec, val_best_of=tuple(args.val_best_of.split(",")))
     teacher = spec.teacher if args.teacher is None else args.teacher
@@ -839,6 +850,11 @@ def main(argv: list[str] | None = None) -> None:
         default=0,
         help="PPO timesteps that train only the critic (the actor frozen) before --timesteps "
         "of full PPO: a cloned policy's value head is untrained",
+    )
+    t.add_argument(
+        "--observe-slice",
+        action="store_true",
+        help="metis: the observation also holds the slice length (slices_per_window)",
     )
     t.add_argument(
         "--val-best-of",

@@ -50,6 +50,10 @@ class MetisConfig:
         hint_policies: The registered heuristics the ``hints`` options follow, in
             option order (default slaq, optimus, tiresias, fair); the observation's
             ``option=<o>`` fields follow the same list.
+        observe_slice: The scale-free observations also hold the slice length, as
+            ``slices_per_window`` (:data:`~cluster_envs.envs.metis_scale_free.SLICE_FIELD`),
+            so one agent can tell 60 s slices from 300 s ones (off by default: the field
+            changes the observation's length, and agents trained without it keep theirs).
     """
 
     cluster: str = "small"
@@ -67,9 +71,15 @@ class MetisConfig:
     observation: str = "default"
     action: str = "counts"
     hint_policies: tuple[str, ...] = HINT_POLICIES
+    observe_slice: bool = False
 
     def __post_init__(self) -> None:
         check_hint_policies(self.hint_policies)
+        if self.observe_slice and self.observation == "default":
+            raise ConfigError(
+                "observe_slice needs a scale-free observation ('scale_free' or "
+                "'scale_free_hints'): the default one has no field for it"
+            )
         if self.job_features not in JOB_FEATURES:
             raise ConfigError(
                 f"job_features must be one of {JOB_FEATURES}, got {self.job_features!r}"
