@@ -49,6 +49,8 @@ class Sb3Agent:
             MetisAllocation's ``"hints"``); None: the env's default.
         hint_policies: MetisAllocation's ``hint_policies`` the model was trained with
             (from its card); None: the env's default.
+        observe_slice: MetisAllocation's ``observe_slice`` the model was trained with
+            (from its card): its observation holds the slice length.
     """
 
     def __init__(
@@ -61,6 +63,7 @@ class Sb3Agent:
         observation: str | None = None,
         action: str | None = None,
         hint_policies: tuple[str, ...] | None = None,
+        observe_slice: bool = False,
     ) -> None:
         #: The model as trained; :meth:`fit_env` may rebuild ``model`` from it.
         self.trained = model
@@ -68,6 +71,7 @@ class Sb3Agent:
         self.observation = observation
         self.action = action
         self.hint_policies = hint_policies
+        self.observe_slice = observe_slice
         self.deterministic = deterministic
         self.name = name
         #: The model zip this agent was loaded from (set by :func:`load_agent`).
@@ -196,6 +200,7 @@ def load_agent(
         observation=card_observation(card := agent_card(model_path)),
         action=card_observation(card, "action"),
         hint_policies=card_hint_policies(card),
+        observe_slice=bool((card.get("env_kwargs") or {}).get("observe_slice", False)),
     )
     agent.path = Path(path)
     if env is not None:

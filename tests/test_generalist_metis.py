@@ -416,3 +416,51 @@ def test_ppo_from_a_clone_over_several_families(
         generalist.main(["train", "--env", "metis", "--out", str(tmp_path / "bad"),
                          "--family", "synthetic-16,alibaba", "--groups", "1",
                          "--timesteps", "0", "--pretrain-episodes", "0"])  # fmt: skip
+
+
+def test_observe_slice_adds_the_slice_length_and_nothing_else() -> None:
+    """observe_slice=True appends slices_per_window (log2(W / slice) / 8) to the cluster
+    fields; every other field, the rewards and the episode stay as without it."""
+    from cluster_envs.envs.metis_scale_free import SLICE_FIELD, slices_per_window
+
+    assert slices_per_window(60.0, 3600.0) == pytest.approx(np.log2(60) / 8)
+    assert slices_per_window(7200.0, 3600.0) == 0.0  # a slice longer than the window
+    plain = gym.make(METIS, action="hints", observation="scale_free_hints",
+                     family="pollux", split="validation")  # fmt: skip
+    sliced = gym.make(METIS, action="hints", observation="scale_free_hints",
+                      family="pollux", split="validation", observe_slice=True)  # fmt: skip
+    layout = sliced.unwrapped.encoder.layout  # type: ignore[attr-defined]
+    assert layout.global_fields[-1] == SLICE_FIELD
+    a, _ = plain.reset(seed=500)
+    b, _ = sliced.reset(seed=500)
+    for _ in range(5):
+        assert b.shape == (a.size + 1,)
+        np.testing.assert_array_equal(a, b[:-1])
+        assert b[-1] == pytest.approx(np.log2(3600 / 60) / 8)  # pollux: 60 s slices
+        a, ra, *_ = plain.step(np.zeros(plain.action_space.shape, dtype=np.int64))
+        b, rb, *_ = sliced.step(np.zeros(sliced.action_space.shape, dtype=np.int64))
+        assert ra == rb
+    with pytest.raises(ConfigError, match="observe_slice needs a scale-free observation"):
+        gym.make(METIS, observe_slice=True)
+
+
+def test_an_agent_trained_with_observe_slice_plays_with_it(tmp_path: Path) -> None:
+    """--observe-slice reaches the run's env kwargs; evaluate and agents loaded from its
+    card infer it (with_observation_of, agent_env_kwargs)."""
+    out = tmp_path / "run"
+    generalist.main(["train", "--env", "metis", "--out", str(out), "--timesteps", "0",
+                     "--num-jobs", "10", "--pretrain-episodes", "2", "--dagger-rounds", "0",
+                     "--pretrain-epochs", "5", "--val-families", "synthetic-16",
+                     "--observe-slice"])  # fmt: skip
+    record = json.loads((out / "train.json").read_text())
+    assert record["env_kwargs"]["observe_slice"] is True
+    model = generalist.MaskablePPO.load(out / "best_model.zip", device="cpu")
+    assert generalist.with_observation_of(model, generalist.ENV_SPECS["metis"]).observe_slice
+    card = {"env_id": METIS, "algo": "maskable_ppo", "env_kwargs": record["env_kwargs"]}
+    (out / "best_model.json").write_text(json.dumps(card))
+    agent = make_agent(f"sb3:{out / 'best_model.zip'}")
+    kwargs = agent_env_kwargs(agent, dict(SMALL))
+    assert kwargs["observe_slice"] is True
+    assert rollout(gym.make(METIS, **kwargs), agent, seed=500).metrics["quality_auc"] > 0
+    shipped = make_agent(f"pretrained:{NAME}")
+    assert "observe_slice" not in agent_env_kwargs(shipped, dict(SMALL))

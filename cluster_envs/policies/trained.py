@@ -44,8 +44,9 @@ class TrainedAgent(Protocol):
 
 def agent_env_kwargs(agent: TrainedAgent, env_kwargs: dict[str, Any]) -> dict[str, Any]:
     """``env_kwargs`` with ``agent``'s own ``observation`` setting, if it has one, and its
-    ``action`` and ``hint_policies`` settings (optional attributes: MetisAllocation's
-    ``action="hints"`` and the heuristics its options follow).
+    ``action``, ``hint_policies`` and ``observe_slice`` settings (optional attributes:
+    MetisAllocation's ``action="hints"``, the heuristics its options follow and whether
+    its observation holds the slice length).
 
     The workload and cluster stay the caller's; only the observation and action follow
     the agent, which cannot read or choose any other.
@@ -59,6 +60,8 @@ def agent_env_kwargs(agent: TrainedAgent, env_kwargs: dict[str, Any]) -> dict[st
     hint_policies = getattr(agent, "hint_policies", None)
     if hint_policies is not None:  # MetisAllocation's options, as the agent learned them
         out["hint_policies"] = list(hint_policies)
+    if getattr(agent, "observe_slice", False):
+        out["observe_slice"] = True
     return out
 
 
