@@ -208,10 +208,8 @@ def metis_encoder(config: object, max_gpus: int, cluster: ClusterConfig, hints: 
     kw = {"job_features": config.job_features}  # type: ignore[attr-defined]
     sf_kw: dict[str, Any] = dict(kw)
     if getattr(config, "observe_slice", False):
-        sf_kw["slice_field"] = slices_per_window(
-            config.time_slice_s,
-            config.quality_window_s,  # type: ignore[attr-defined]
-        )
+        slice_s, window_s = config.time_slice_s, config.quality_window_s  # type: ignore[attr-defined]
+        sf_kw["slice_field"] = slices_per_window(slice_s, window_s)
     return make_encoder(
         config,
         lambda: MetisEncoder(*args, **kw),
