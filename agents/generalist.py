@@ -428,9 +428,15 @@ def warm_start_families(
     interleaved: bool = False,
     workers: int = 1,
     cache: str | None = None,
+    family_teachers: dict[str, str] | None = None,
 ) -> dict[str, Any]:
     """BC (+ DAgger) from ``settings.teacher`` on each of ``families``' *train* splits into
     ``model``'s one set of weights, in place (``--demo-families``).
+
+    ``family_teachers`` (``--family-teacher FAMILY=TEACHER``) names another teacher for
+    some families, in both the teacher's episodes and the DAgger rounds' labels: e.g. the
+    plain ``switch-window`` option where the lookahead's one-slice departures, free by its
+    own score, compound into a loss over the episode (MetisAllocation's philly-vc).
 
     The clusters differ in shape, so each family keeps its own demonstrations and its own
     view of the model (:func:`adapt`: same weights, that family's spaces). By default
@@ -448,6 +454,12 @@ def warm_start_families(
     (:func:`agents.imitation.cached_demonstrations`) for refits of other networks.
     """
     one_pass = dataclasses.replace(settings, epochs=1, value_coef=0.0)
+    teachers = {f: settings.teacher for f in families}
+    for f, name in (family_teachers or {}).items():
+        if f not in teachers:
+            raise ConfigError(f"--family-teacher {f}={name}: {f!r} is not among the "
+                              f"demonstration families ({', '.join(families)})")  # fmt: skip
+        teachers[f] = name
     envs = {f: make_env(f, "train", num_jobs, spec) for f in families}
     kwargs = {f: env_kwargs(f, "train", num_jobs, spec) for f in families}
     views = {f: adapt(model, envs[f], tie=interleaved) for f in families}
@@ -480,11 +492,11 @@ def warm_start_families(
         def job(f: str, k: int, m: int) -> Callable[[], Demonstrations]:
             if not r:  # the teacher plays: the same rows for every student
                 return lambda: cached_demonstrations(
-                    cache, env_id, kwargs[f], settings.teacher, m, seed + k, gamma
+                    cache, env_id, kwargs[f], teachers[f], m, seed + k, gamma
                 )
             student = views[f]  # DAgger rounds: the family's view plays
             return lambda: collect_demonstrations(
-                env_id, kwargs[f], settings.teacher, m, seed + r * n + k, gamma, student=student
+                env_id, kwargs[f], teachers[f], m, seed + r * n + k, gamma, student=student
             )
 
         out: dict[str, Demonstrations] = {}
@@ -505,9 +517,24 @@ def warm_start_families(
         rounds.append({"round": r, "player": "agent", spec.metric: played,
                        "losses": fit(demos, r)})  # fmt: skip
     return {"teacher": settings.teacher, "families": families, "episodes_per_round": n,
+            **({"family_teachers": {f: t for f, t in teachers.items() if t != settings.teacher}}
+               if family_teachers else {}),
             "fit": "interleaved" if interleaved else "passes",
             "dagger_rounds": settings.dagger_rounds, "regret_coef": settings.regret_coef,
             "steps": {f: len(d) for f, d in demos.items()}, "rounds": rounds}  # fmt: skip
+
+
+def family_teacher_map(items: list[str]) -> dict[str, str]:
+    """``--family-teacher`` values (``FAMILY=TEACHER``) as {family: teacher}."""
+    out: dict[str, str] = {}
+    for item in items:
+        family, sep, teacher = item.partition("=")
+        if not sep or not family or not teacher:
+            raise ConfigError(f"--family-teacher {item!r}: expected FAMILY=TEACHER")
+        if family in out:
+            raise ConfigError(f"--family-teacher names {family!r} twice")
+        out[family] = teacher
+    return out
 
 
 def train(args: argparse.Namespace) -> None:
@@ -575,12 +602,15 @@ def train(args: argparse.Namespace) -> None:
                                     regret_coef=args.regret_coef)  # fmt: skip
         kwargs = env_kwargs(train_families[0], "train", args.num_jobs, spec)
         demo_families = args.demo_families or (args.family if len(train_families) > 1 else "")
+        if args.family_teacher and not demo_families:
+            raise ConfigError("--family-teacher needs --demo-families (or several --family)")
         if demo_families:
             families = families_of(demo_families, spec)
             record["warm_start"] = warm_start_families(
                 model, families, settings, args.seed, args.num_jobs, spec,
                 interleaved=args.demo_fit == "interleaved", workers=args.demo_workers,
-                cache=args.demo_cache or None)  # fmt: skip
+                cache=args.demo_cache or None,
+                family_teachers=family_teacher_map(args.family_teacher))  # fmt: skip
         else:
             record["warm_start"] = warm_start(model, spec.env_id, kwargs, settings, args.seed)
         model.save(out / "pretrained_model.zip")
@@ -795,6 +825,14 @@ def main(argv: list[str] | None = None) -> None:
     t.add_argument("--ent-coef", type=float, default=0.005)
     t.add_argument("--gamma", type=float, default=0.999)
     t.add_argument("--teacher", default=None, help="default: the env's (ENV_SPECS)")
+    t.add_argument(
+        "--family-teacher",
+        action="append",
+        default=[],
+        metavar="FAMILY=TEACHER",
+        help="another teacher for one of --demo-families (its episodes and DAgger labels); "
+        "repeatable",
+    )
     t.add_argument(
         "--pretrain-episodes",
         type=int,

@@ -464,3 +464,42 @@ def test_an_agent_trained_with_observe_slice_plays_with_it(tmp_path: Path) -> No
     assert rollout(gym.make(METIS, **kwargs), agent, seed=500).metrics["quality_auc"] > 0
     shipped = make_agent(f"pretrained:{NAME}")
     assert "observe_slice" not in agent_env_kwargs(shipped, dict(SMALL))
+
+
+def test_family_teacher_labels_that_family_in_both_rounds(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """--family-teacher FAMILY=TEACHER: that family's teacher episodes and DAgger labels
+    come from its own teacher, every other family's from --teacher; bad values are errors."""
+    asked: list[tuple[str, str, bool]] = []
+    real = generalist.collect_demonstrations
+
+    def spy(env_id: str, kwargs: dict[str, object], teacher: str, *args: object,
+            **more: object) -> object:  # fmt: skip
+        asked.append((str(kwargs["family"]), teacher, more.get("student") is not None))
+        return real(env_id, kwargs, teacher, *args, **more)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(generalist, "collect_demonstrations", spy)
+    monkeypatch.setattr("agents.imitation.collect_demonstrations", spy)
+    out = tmp_path / "run"
+    common = ["train", "--env", "metis", "--timesteps", "0", "--num-jobs", "8",
+              "--pretrain-episodes", "1", "--pretrain-epochs", "2", "--teacher", "slaq",
+              "--val-families", "synthetic-16"]  # fmt: skip
+    generalist.main([*common, "--out", str(out), "--dagger-rounds", "1",
+                     "--demo-families", "synthetic-16,alibaba",
+                     "--family-teacher", "alibaba=fair"])  # fmt: skip
+    assert sorted(asked) == [("alibaba", "fair", False), ("alibaba", "fair", True),
+                             ("synthetic-16", "slaq", False), ("synthetic-16", "slaq", True)]  # fmt: skip
+    ws = json.loads((out / "train.json").read_text())["warm_start"]
+    assert ws["teacher"] == "slaq" and ws["family_teachers"] == {"alibaba": "fair"}
+    bad = [("alibaba", "expected FAMILY=TEACHER"), ("pollux=fair", "not among the demonstration"),
+           ("alibaba=fair --family-teacher alibaba=slaq", "twice")]  # fmt: skip
+    for value, message in bad:
+        with pytest.raises(ConfigError, match=message):
+            generalist.main([*common, "--out", str(tmp_path / "bad"), "--dagger-rounds", "0",
+                             "--demo-families", "synthetic-16,alibaba",
+                             *[a for v in value.split(" --family-teacher ")
+                               for a in ("--family-teacher", v)]])  # fmt: skip
+    with pytest.raises(ConfigError, match="needs --demo-families"):
+        generalist.main([*common, "--out", str(tmp_path / "bad2"), "--dagger-rounds", "0",
+                         "--family-teacher", "synthetic-16=fair"])  # fmt: skip
