@@ -504,8 +504,10 @@ def test_family_teacher_labels_that_family_in_both_rounds(
         generalist.main([*common, "--out", str(tmp_path / "bad2"), "--dagger-rounds", "0",
                          "--family-teacher", "synthetic-16=fair"])  # fmt: skip
     # no warm start, so nothing the flag could act on: an error, not a silent no-op
-    for no_warm_start in (["--pretrain-episodes", "0"],
-                          ["--init-model", str(out / "pretrained_model.zip")]):
+    for no_warm_start in (
+        ["--pretrain-episodes", "0"],
+        ["--init-model", str(out / "pretrained_model.zip")],
+    ):
         with pytest.raises(ConfigError, match="acts only in a warm start"):
             generalist.main([*common, "--out", str(tmp_path / "bad3"), *no_warm_start,
                              "--demo-families", "synthetic-16,alibaba",
