@@ -521,6 +521,7 @@ def warm_start_families(
                if family_teachers else {}),
             "fit": "interleaved" if interleaved else "passes",
             "dagger_rounds": settings.dagger_rounds, "regret_coef": settings.regret_coef,
+            "max_rows_per_epoch": settings.max_rows_per_epoch,
             "steps": {f: len(d) for f, d in demos.items()}, "rounds": rounds}  # fmt: skip
 
 
@@ -604,7 +605,8 @@ def train(args: argparse.Namespace) -> None:
         settings = PretrainSettings(teacher=teacher, episodes=args.pretrain_episodes,
                                     epochs=args.pretrain_epochs,
                                     dagger_rounds=args.dagger_rounds,
-                                    regret_coef=args.regret_coef)  # fmt: skip
+                                    regret_coef=args.regret_coef,
+                                    max_rows_per_epoch=args.demo_rows_per_epoch)  # fmt: skip
         kwargs = env_kwargs(train_families[0], "train", args.num_jobs, spec)
         demo_families = args.demo_families or (args.family if len(train_families) > 1 else "")
         if args.family_teacher and not demo_families:
@@ -874,6 +876,15 @@ def main(argv: list[str] | None = None) -> None:
         "use a new folder after changing the simulator or the teacher",
     )
     t.add_argument("--dagger-rounds", type=int, default=1)
+    t.add_argument(
+        "--demo-rows-per-epoch",
+        type=int,
+        default=None,
+        metavar="N",
+        help="warm start: at most N rows of each demonstration family per epoch (a fresh "
+        "seeded draw each epoch), so a family with long episodes does not outweigh the "
+        "others by its row count; default: every row",
+    )
     t.add_argument(
         "--regret-coef",
         type=float,

@@ -67,6 +67,11 @@ class PretrainSettings:
             relative regrets scaled so that the mean of each row's largest is 1. A
             departure then costs what the lookahead says it loses, so a rare costly one
             weighs more than many ties; ``0``: plain cloning.
+        max_rows_per_epoch: At most this many rows per epoch, a fresh seeded draw without
+            replacement each epoch (``None``: every row); with several families (one pass
+            each in turn, or interleaved), per family (``--demo-rows-per-epoch``). It keeps
+            a family with long episodes (MetisAllocation's pollux: 60 s slices, 70 % of
+            the rows) from outweighing the others by its row count alone.
     """
 
     teacher: str
@@ -77,8 +82,12 @@ class PretrainSettings:
     value_coef: float = 0.5
     dagger_rounds: int = 0
     regret_coef: float = 0.0
+    max_rows_per_epoch: int | None = None
 
     def __post_init__(self) -> None:
+        cap = self.max_rows_per_epoch
+        if cap is not None and (isinstance(cap, bool) or not isinstance(cap, int) or cap < 1):
+            raise ConfigError(f"pretrain max_rows_per_epoch must be an int >= 1, got {cap!r}")
         if self.dagger_rounds < 0:
             raise ConfigError(f"pretrain dagger_rounds must be >= 0, got {self.dagger_rounds}")
         for name in ("episodes", "epochs", "batch_size"):
@@ -414,7 +423,7 @@ def pretrain(
     fit.policy.set_training_mode(True)
     losses = {"imitation_loss": float("nan"), "value_loss": float("nan")}
     for _ in range(settings.epochs):
-        order = torch.randperm(len(demos), generator=generator)
+        order = torch.randperm(len(demos), generator=generator)[: settings.max_rows_per_epoch]
         for idx in order.split(settings.batch_size):
             loss, imitation, value = fit.loss(idx)
             optimizer.zero_grad()
@@ -463,7 +472,7 @@ def pretrain_interleaved(
     for _ in range(settings.epochs):
         batches = [(k, idx) for k in names
                    for idx in torch.randperm(len(demos[k]), generator=generator)
-                   .split(settings.batch_size)]  # fmt: skip
+                   [: settings.max_rows_per_epoch].split(settings.batch_size)]  # fmt: skip
         for b in torch.randperm(len(batches), generator=generator).tolist():
             k, idx = batches[b]
             loss, imitation, value = fits[k].loss(idx)

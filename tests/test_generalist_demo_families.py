@@ -60,9 +60,10 @@ def test_train_with_demo_families_and_no_ppo(tmp_path: Path) -> None:
     out = tmp_path / "run"
     generalist.main(["train", "--out", str(out), "--timesteps", "0", "--num-jobs", "12",
                      "--pretrain-episodes", "1", "--dagger-rounds", "0", "--pretrain-epochs", "1",
-                     "--demo-families", ",".join(FAMILIES)])  # fmt: skip
+                     "--demo-families", ",".join(FAMILIES), "--demo-rows-per-epoch", "5"])  # fmt: skip
     record = json.loads((out / "train.json").read_text())
     assert record["warm_start"]["families"] == FAMILIES
+    assert record["warm_start"]["max_rows_per_epoch"] == 5
     assert record["timesteps"] == 0 and len(record["curve"]) == 1
     assert (out / "best_model.zip").exists() and (out / "pretrained_model.zip").exists()
 
@@ -169,3 +170,40 @@ def test_demo_cache_gives_the_same_warm_start_without_the_teacher(
     with pytest.raises(ConfigError, match="cache entry for other inputs"):
         generalist.warm_start_families(_model(), FAMILIES, settings, seed=3, num_jobs=12,
                                        cache=str(tmp_path))  # fmt: skip
+
+
+@pytest.mark.parametrize("interleaved", [False, True])
+def test_rows_per_epoch_caps_each_family_and_draws_afresh(
+    interleaved: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``max_rows_per_epoch`` (``--demo-rows-per-epoch``): each family fits at most that
+    many of its rows per epoch, no row twice in an epoch, a new draw each epoch."""
+    fitted: dict[int, list[int]] = {}  # a family's demonstrations -> rows fitted, in order
+    real = imitation._Fit.loss
+
+    def spy(self: Any, idx: torch.Tensor) -> Any:
+        fitted.setdefault(id(self.demos), []).extend(idx.tolist())
+        return real(self, idx)
+
+    monkeypatch.setattr(imitation._Fit, "loss", spy)
+    cap, epochs = 10, 3
+    settings = PretrainSettings(teacher="threshold-eta", episodes=2, epochs=epochs,
+                                batch_size=4, max_rows_per_epoch=cap)  # fmt: skip
+    record = generalist.warm_start_families(_model(), FAMILIES, settings, seed=0, num_jobs=12,
+                                            interleaved=interleaved)  # fmt: skip
+    assert record["max_rows_per_epoch"] == cap
+    assert min(record["steps"].values()) > cap and len(fitted) == len(FAMILIES)
+    for rows in fitted.values():
+        assert len(rows) == epochs * cap
+        draws = [set(rows[e * cap : (e + 1) * cap]) for e in range(epochs)]
+        assert all(len(d) == cap for d in draws)
+        assert len(set.union(*draws)) > cap  # not the same rows every epoch
+    # uncapped: every row once per epoch
+    fitted.clear()
+    uncapped = PretrainSettings(teacher="threshold-eta", episodes=2, epochs=1, batch_size=4)
+    record = generalist.warm_start_families(_model(), FAMILIES, uncapped, seed=0, num_jobs=12,
+                                            interleaved=interleaved)  # fmt: skip
+    assert record["max_rows_per_epoch"] is None
+    assert sorted(len(r) for r in fitted.values()) == sorted(record["steps"].values())
+    with pytest.raises(ConfigError, match="max_rows_per_epoch"):
+        PretrainSettings(teacher="threshold-eta", max_rows_per_epoch=0)
