@@ -556,10 +556,13 @@ def train(args: argparse.Namespace) -> None:
     if args.val_best_of:  # the heuristics the checkpoint rule takes the best of
         spec = dataclasses.replace(spec, val_best_of=tuple(args.val_best_of.split(",")))
     teacher = spec.teacher if args.teacher is None else args.teacher
-    if args.family_teacher and (args.init_model or not teacher or args.pretrain_episodes <= 0):
-        # the flag only acts in a warm start; never let it pass silently unused
-        raise ConfigError("--family-teacher acts only in a warm start from demonstrations: "
-                          "it cannot be used with --init-model, --pretrain-episodes 0 "
+    warm_only = [flag for flag, given in (("--family-teacher", args.family_teacher),
+                                          ("--demo-rows-per-epoch", args.demo_rows_per_epoch))
+                 if given is not None and given != []]  # fmt: skip
+    if warm_only and (args.init_model or not teacher or args.pretrain_episodes <= 0):
+        # these flags act only in a warm start; never let one pass silently unused
+        raise ConfigError(f"{' and '.join(warm_only)}: acts only in a warm start from "
+                          "demonstrations, not with --init-model, --pretrain-episodes 0 "
                           "or --teacher ''")  # fmt: skip
     # --family may list several families: PPO's env groups cycle through them (group g
     # plays train_families[g % len]), so one rollout mixes clusters and workloads.

@@ -69,9 +69,10 @@ class PretrainSettings:
             weighs more than many ties; ``0``: plain cloning.
         max_rows_per_epoch: At most this many rows per epoch, a fresh seeded draw without
             replacement each epoch (``None``: every row); with several families (one pass
-            each in turn, or interleaved), per family (``--demo-rows-per-epoch``). It keeps
-            a family with long episodes (MetisAllocation's pollux: 60 s slices, 70 % of
-            the rows) from outweighing the others by its row count alone.
+            each in turn, or interleaved), per family (``--demo-rows-per-epoch``), so a
+            family with long episodes (MetisAllocation's pollux: 60 s slices, 67 % of the
+            rows) does not outweigh the others by its row count alone (on the Metis
+            clones it changed nothing: ``benchmarks/results/generalist_metis.md``).
     """
 
     teacher: str

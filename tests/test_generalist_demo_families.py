@@ -64,6 +64,9 @@ def test_train_with_demo_families_and_no_ppo(tmp_path: Path) -> None:
     record = json.loads((out / "train.json").read_text())
     assert record["warm_start"]["families"] == FAMILIES
     assert record["warm_start"]["max_rows_per_epoch"] == 5
+    with pytest.raises(ConfigError, match="--demo-rows-per-epoch: acts only in a warm start"):
+        generalist.main(["train", "--out", str(tmp_path / "bad"), "--timesteps", "0",
+                         "--pretrain-episodes", "0", "--demo-rows-per-epoch", "5"])  # fmt: skip
     assert record["timesteps"] == 0 and len(record["curve"]) == 1
     assert (out / "best_model.zip").exists() and (out / "pretrained_model.zip").exists()
 
