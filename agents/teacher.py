@@ -366,10 +366,19 @@ class StarvationSwitch:
     0.89), while Tiresias, which never resizes, loses where the cluster is large and lightly
     loaded (synthetic-256: 0.55 against 0.72). The switch reads only the options' counts
     the agent sees (``option=<o>`` fields), so a set policy can learn it.
+
+    With ``min_rescale_share`` (``switch-short``, baselines/switch.py's
+    :class:`~baselines.switch.ShortSliceSwitch`) it switches only on envs whose rescale
+    cost is at least that share of a slice (the slice length is in the observation with
+    ``observe_slice``) and plays ``base`` alone elsewhere.
     """
 
     def __init__(
-        self, base: str = "slaq", other: str = "tiresias", options: tuple[str, ...] | None = None
+        self,
+        base: str = "slaq",
+        other: str = "tiresias",
+        options: tuple[str, ...] | None = None,
+        min_rescale_share: float | None = None,
     ) -> None:
         from cluster_envs.envs.metis_hints import OPTIONS
 
@@ -377,7 +386,9 @@ class StarvationSwitch:
         for name in (base, other):
             if name not in options[:-2]:
                 raise ConfigError(f"switch: {name!r} is not one of the options {options[:-2]}")
-        self.name = f"switch:{base},{other}"
+        kind = "switch" if min_rescale_share is None else "switch-short"
+        self.name = f"{kind}:{base},{other}"
+        self.min_rescale_share = min_rescale_share
         self.base, self.other = options.index(base), options.index(other)
         self.num, self.pause = len(options), len(options) - 1
         self.choices: dict[str, int] = {}
@@ -386,11 +397,15 @@ class StarvationSwitch:
         """Nothing to reset: the env asks the heuristics."""
 
     def act(self, env: gym.Env, obs: np.ndarray, info: dict[str, Any]) -> np.ndarray:
+        from baselines.switch import switching
+
         base: Any = env.unwrapped
         slots = base.slots
         table = base.hints.table(base.sim, slots)
         present = np.array([j is not None for j in slots], dtype=bool)
-        starved = bool((present & (table[self.base] == 0)).any())
+        starved = bool((present & (table[self.base] == 0)).any()) and switching(
+            base.policy_context(), self.min_rescale_share
+        )
         pick = self.other if starved else self.base
         key = "other" if starved else "base"
         self.choices[key] = self.choices.get(key, 0) + 1
@@ -408,7 +423,8 @@ def make_teacher(name: str, env_id: str, base: Any = None) -> Any:
     ``lookahead-arrivals``: sampled future arrivals in the forks; ``lookahead-multi[:a,b]``:
     the rollout over several continuations, and ``lookahead-multi-arrivals`` with sampled
     arrivals (MoldableScheduling); ``switch[:base,other]``:
-    :class:`StarvationSwitch` on MetisAllocation's options), or ``None`` when
+    :class:`StarvationSwitch` on MetisAllocation's options; ``switch-short[:base,other]``:
+    the same on short slices only), or ``None`` when
     ``name`` is a plain heuristic. On an env ``base`` whose action picks options
     (:func:`option_action`), a heuristic teacher follows its option (:class:`FollowOption`)
     and a lookahead returns the chosen candidate's option. A lookahead's name may end in
@@ -417,13 +433,22 @@ def make_teacher(name: str, env_id: str, base: Any = None) -> Any:
     base_name, _, listed = name.partition(":")
     if settings and base_name not in TEACHERS:
         raise ConfigError(f"teacher settings ({settings!r}) apply to a lookahead only: {name}")
-    if base_name == "switch":  # StarvationSwitch, e.g. switch:slaq,tiresias
+    if base_name in ("switch", "switch-short"):  # StarvationSwitch, e.g. switch:slaq,tiresias
         if not option_action(base):
-            raise ConfigError("the switch teacher plays MetisAllocation's action='hints' only")
+            raise ConfigError(
+                f"the {base_name} teacher plays MetisAllocation's action='hints' only"
+            )
         names = [n for n in listed.split(",") if n]
         if len(names) > 2:
-            raise ConfigError(f"switch takes at most two heuristics (base,other), got {listed!r}")
+            raise ConfigError(
+                f"{base_name} takes at most two heuristics (base,other), got {listed!r}"
+            )
         pair = dict(zip(("base", "other"), names, strict=False))
+        if base_name == "switch-short":  # switch-window's rule on short slices only
+            from baselines.switch import SHORT_SLICE_RESCALE_SHARE
+
+            return StarvationSwitch(**pair, options=base.hints.options,
+                                    min_rescale_share=SHORT_SLICE_RESCALE_SHARE)  # fmt: skip
         return StarvationSwitch(**pair, options=base.hints.options)
     if base_name not in TEACHERS:
         return FollowOption(name, base.hints.options) if option_action(base) else None
