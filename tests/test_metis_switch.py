@@ -77,3 +77,46 @@ def test_switch_window_heuristic_replays_the_switch_teacher() -> None:
         assert rollout(plain, HeuristicAgent(policy), seed=seed).metrics["quality_auc"] == want
     assert set(teacher.choices) == set(policy.choices) == {"base", "other"}
     assert policy.name == "switch-window" and policy.base.name == "slaq-window"
+
+
+@pytest.mark.parametrize("slice_s", [300.0, 600.0])
+def test_switch_short_switches_only_where_a_rescale_is_a_large_share_of_the_slice(
+    slice_s: float,
+) -> None:
+    """``switch-short`` (30 s rescales) is ``switch-window`` on 300 s slices (10 % >= 7 %)
+    and ``slaq-window`` alone on 600 s slices (5 %); its teacher on the options, with the
+    slice length in the observation, plays the same episodes."""
+    kwargs = {**KWARGS, "time_slice_s": slice_s}
+    plain = gym.make(METIS, **kwargs)
+    hints = ("slaq", "optimus", "tiresias", "fair", "slaq-window")
+    env = gym.make(METIS, action="hints", observation="scale_free_hints", hint_policies=hints,
+                   observe_slice=True, **kwargs)  # fmt: skip
+    teacher = make_teacher("switch-short:slaq-window,tiresias", METIS, env.unwrapped)
+    assert teacher.name == "switch-short:slaq-window,tiresias"
+    short = plain.unwrapped.policy("switch-short")
+    auc = {}
+    for name in ("switch-short", "switch-window", "slaq-window"):
+        policy = short if name == "switch-short" else plain.unwrapped.policy(name)
+        auc[name] = [rollout(plain, HeuristicAgent(policy), seed=s).metrics["quality_auc"]
+                     for s in (3, 4)]  # fmt: skip
+    assert [rollout(env, teacher, seed=s).metrics["quality_auc"] for s in (3, 4)] == auc[
+        "switch-short"
+    ]
+    same, other = (
+        ("switch-window", "slaq-window") if slice_s < 400 else ("slaq-window", "switch-window")
+    )
+    assert auc["switch-short"] == auc[same]
+    assert auc["switch-short"] != auc[other]  # the rule matters on these episodes
+    switched = "other" in short.choices
+    assert switched == (slice_s < 400) and "base" in short.choices
+
+
+def test_switch_short_share_is_checked() -> None:
+    from baselines.switch import ShortSliceSwitch, switching
+    from cluster_envs.policies.context import PolicyContext
+
+    with pytest.raises(ConfigError, match="min_rescale_share"):
+        ShortSliceSwitch(min_rescale_share=-0.1)
+    assert switching(PolicyContext(time_slice_s=None, rescale_cost_s=30.0), 0.07)  # no slices
+    assert not switching(PolicyContext(time_slice_s=600.0, rescale_cost_s=30.0), 0.07)
+    assert switching(PolicyContext(time_slice_s=600.0, rescale_cost_s=30.0), None)
