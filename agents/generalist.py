@@ -58,6 +58,7 @@ from agents.imitation import (
     collect_demonstrations,
     pretrain,
     pretrain_interleaved,
+    teacher_agreement,
     warm_start,
 )
 from agents.set_policy import FlatPolicy, SetPolicy, adapt
@@ -479,6 +480,10 @@ def warm_start_families(
                 sync(model, views[f])
                 losses[f] = pretrain(views[f], demos[f], one_pass, seed + salt * 1000 + epoch)
                 sync(views[f], model)
+        for f in families:  # the weights kept are those after the last family's pass:
+            sync(model, views[f])  # each family's agreement with them, not with its own pass
+            losses[f]["agreement_after_own_pass"] = losses[f]["teacher_agreement"]
+            losses[f]["teacher_agreement"] = teacher_agreement(views[f], demos[f])
         return losses
 
     env_id = spec.env_id

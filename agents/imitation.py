@@ -531,6 +531,22 @@ def _dqn_losses(
     return large_margin, F.mse_loss(q_teacher, ret)
 
 
+def teacher_agreement(model: BaseAlgorithm, demos: Demonstrations) -> float:
+    """The share of ``demos``' action entries where ``model``'s deterministic action (with
+    the demonstrations' masks where its policy takes them) is the teacher's: the
+    ``teacher_agreement`` of :func:`pretrain`, for weights as they are now (e.g. after
+    other datasets' passes changed them)."""
+    obs = demos.observations
+    env = model.get_env()
+    if isinstance(env, VecNormalize) and env.norm_obs:
+        obs = np.asarray(env.normalize_obs(obs))
+    policy: Any = model.policy
+    masks = (not hasattr(policy, "q_net") and demos.masks is not None
+             and _takes_masks(policy.evaluate_actions))  # fmt: skip
+    policy.set_training_mode(False)
+    return _agreement(model, obs, demos, masks)
+
+
 def _agreement(model: BaseAlgorithm, obs: np.ndarray, demos: Demonstrations, masks: bool) -> float:
     kwargs: dict[str, Any] = {"action_masks": demos.masks} if masks else {}
     predicted, _ = model.policy.predict(obs, deterministic=True, **kwargs)

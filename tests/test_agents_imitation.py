@@ -16,6 +16,7 @@ from agents.imitation import (
     PretrainSettings,
     collect_demonstrations,
     pretrain,
+    teacher_agreement,
     warm_start,
 )
 from agents.train import set_deterministic, train
@@ -72,6 +73,8 @@ def test_cloning_makes_the_agent_act_like_the_teacher() -> None:
     after = agreement()
     assert after > max(0.6, before + 0.3), (before, after)
     assert 0.0 <= losses["teacher_agreement"] <= 1.0
+    # the same share, for the weights as they are (every action entry, padding included)
+    assert teacher_agreement(model, demos) == losses["teacher_agreement"]
     assert np.isfinite(losses["value_loss"])
 
 

@@ -54,6 +54,11 @@ def test_warm_start_families_fits_every_cluster_into_one_set_of_weights(interlea
     trained = {f: _agreement(model, f) for f in FAMILIES}
     for f in FAMILIES:
         assert trained[f] >= untrained[f] + 0.25, (f, untrained[f], trained[f])
+    losses = record["rounds"][-1]["losses"]
+    if not interleaved:  # each family's agreement is the kept weights', those of the last pass
+        last = FAMILIES[-1]
+        assert losses[last]["teacher_agreement"] == losses[last]["agreement_after_own_pass"]
+        assert all("agreement_after_own_pass" in losses[f] for f in FAMILIES)
 
 
 def test_train_with_demo_families_and_no_ppo(tmp_path: Path) -> None:
