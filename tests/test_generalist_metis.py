@@ -228,6 +228,7 @@ def test_shipped_card_covers_every_family_and_its_ratios_follow_its_seeds() -> N
         "observation": "scale_free_hints",
         "action": "hints",
         "hint_policies": ["slaq", "optimus", "tiresias", "fair", "slaq-window"],
+        "observe_slice": True,
     }
     test = card["test_families"]
     assert test["split"] == "test" and len(test["seeds"]) >= 10
@@ -463,7 +464,9 @@ def test_an_agent_trained_with_observe_slice_plays_with_it(tmp_path: Path) -> No
     assert kwargs["observe_slice"] is True
     assert rollout(gym.make(METIS, **kwargs), agent, seed=500).metrics["quality_auc"] > 0
     shipped = make_agent(f"pretrained:{NAME}")
-    assert "observe_slice" not in agent_env_kwargs(shipped, dict(SMALL))
+    # the shipped agent plays with the slice length because its card says so
+    assert pretrained_info(NAME)["env_kwargs"]["observe_slice"] is True
+    assert agent_env_kwargs(shipped, dict(SMALL))["observe_slice"] is True
 
 
 def test_family_teacher_labels_that_family_in_both_rounds(
