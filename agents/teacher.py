@@ -443,13 +443,12 @@ def make_teacher(name: str, env_id: str, base: Any = None) -> Any:
             raise ConfigError(
                 f"{base_name} takes at most two heuristics (base,other), got {listed!r}"
             )
-        pair = dict(zip(("base", "other"), names, strict=False))
+        kwargs: dict[str, Any] = dict(zip(("base", "other"), names, strict=False))
         if base_name == "switch-short":  # switch-window's rule on short slices only
             from baselines.switch import SHORT_SLICE_RESCALE_SHARE
 
-            return StarvationSwitch(**pair, options=base.hints.options,
-                                    min_rescale_share=SHORT_SLICE_RESCALE_SHARE)  # fmt: skip
-        return StarvationSwitch(**pair, options=base.hints.options)
+            kwargs["min_rescale_share"] = SHORT_SLICE_RESCALE_SHARE
+        return StarvationSwitch(**kwargs, options=base.hints.options)
     if base_name not in TEACHERS:
         return FollowOption(name, base.hints.options) if option_action(base) else None
     extra: dict[str, Any] = {}
