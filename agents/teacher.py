@@ -397,7 +397,7 @@ class StarvationSwitch:
         """Nothing to reset: the env asks the heuristics."""
 
     def act(self, env: gym.Env, obs: np.ndarray, info: dict[str, Any]) -> np.ndarray:
-        from baselines.switch import switching
+        from cluster_envs.policies.context import switching
 
         base: Any = env.unwrapped
         slots = base.slots
@@ -445,7 +445,7 @@ def make_teacher(name: str, env_id: str, base: Any = None) -> Any:
             )
         kwargs: dict[str, Any] = dict(zip(("base", "other"), names, strict=False))
         if base_name == "switch-short":  # switch-window's rule on short slices only
-            from baselines.switch import SHORT_SLICE_RESCALE_SHARE
+            from cluster_envs.policies.context import SHORT_SLICE_RESCALE_SHARE
 
             kwargs["min_rescale_share"] = SHORT_SLICE_RESCALE_SHARE
         return StarvationSwitch(**kwargs, options=base.hints.options)

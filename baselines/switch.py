@@ -29,22 +29,13 @@ from baselines.allocation import AllocationPolicy, Requests, check_slots
 from baselines.slaq_window import WindowSlaqAllocator
 from baselines.tiresias import TiresiasScheduler
 from cluster_envs.errors import ConfigError
-from cluster_envs.policies.context import PolicyContext
+from cluster_envs.policies.context import (
+    SHORT_SLICE_RESCALE_SHARE,
+    PolicyContext,
+    switching,
+)
 from cluster_envs.policies.projection import DEFAULT_NUM_SLOTS, AllocationState
 from cluster_envs.sim.view import ClusterView
-
-#: ``switch-short``'s least rescale cost per slice length at which it switches: between
-#: the 600 s slices' 0.05 and the 300 s slices' 0.10 of 30 s rescales (geometric middle).
-SHORT_SLICE_RESCALE_SHARE = 0.07
-
-
-def switching(context: PolicyContext, min_rescale_share: float | None) -> bool:
-    """Whether a switch with ``min_rescale_share`` (None: always) switches under
-    ``context``: its rescale cost is at least that share of its slice. A context without a
-    slice length or rescale cost (an event-driven env) switches."""
-    if min_rescale_share is None or not context.time_slice_s or context.rescale_cost_s is None:
-        return True
-    return context.rescale_cost_s / context.time_slice_s >= min_rescale_share
 
 
 class SwitchAllocator(AllocationPolicy):

@@ -101,6 +101,7 @@ def test_the_card_names_the_observation_of_sb3_and_pretrained_agents(
         "observation": "scale_free_hints",
         "action": "hints",  # and the heuristics its options follow
         "hint_policies": ["slaq", "optimus", "tiresias", "fair", "slaq-window"],
+        "observe_slice": True,  # and the slice length its rule reads
     }
     shipped = make_agent("pretrained:MoldableScheduling-v0")  # the generalist's card does
     assert shipped.observation == "scale_free_hints"

@@ -37,6 +37,21 @@ class PolicyContext:
     quality_window_s: float | None = None
 
 
+#: The least rescale cost per slice length at which ``switch-short`` (baselines/switch.py)
+#: and its teacher (``switch-short:...``, agents/teacher.py) switch: between the 600 s
+#: slices' 0.05 and the 300 s slices' 0.10 of 30 s rescales (geometric middle).
+SHORT_SLICE_RESCALE_SHARE = 0.07
+
+
+def switching(context: PolicyContext, min_rescale_share: float | None) -> bool:
+    """Whether a starvation switch with ``min_rescale_share`` (None: always) switches under
+    ``context``: its rescale cost is at least that share of its slice. A context without a
+    slice length or rescale cost (an event-driven env) switches."""
+    if min_rescale_share is None or not context.time_slice_s or context.rescale_cost_s is None:
+        return True
+    return context.rescale_cost_s / context.time_slice_s >= min_rescale_share
+
+
 def configure_policy(policy: P, context: PolicyContext) -> P:
     """Call ``policy.configure(context)`` if the policy defines it; returns ``policy``."""
     configure = getattr(policy, "configure", None)
