@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import heapq
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -51,6 +51,8 @@ FRACTION_TIE_WEIGHT = 1e-3
 MIN_GAIN = 1e-12
 
 Requests = dict[int, int]
+#: ``row(j, lo, hi)``: job ``j``'s utilities at ``lo, lo + 1, ..., hi`` GPUs (a list).
+UtilityRow = Callable[[int, int, int], Sequence[float]]
 
 
 def job_table(view: ClusterView, state: AllocationState) -> JobTable:
@@ -82,6 +84,7 @@ class AllocationPolicy:
         self._requests: Requests = {}
         self._projected: tuple[tuple[object, ...], Requests] | None = None
         self._rates: dict[tuple[int, int], float] = {}
+        self._rate_rows: dict[int, list[float]] = {}
         self._state: AllocationState | None = None
 
     def configure(self, context: PolicyContext) -> None:
@@ -90,9 +93,10 @@ class AllocationPolicy:
             self.num_slots = check_slots(context.num_slots)
 
     def __deepcopy__(self, memo: dict[int, Any]) -> AllocationPolicy:
-        """A fork's copy: the rate cache (pairs of ints to floats) copied one level, the
-        last projection (never changed in place) shared; the state is immutable."""
-        return copy_sharing(self, memo, ("_rates", "_projected"))
+        """A fork's copy: the rate caches (ints to floats, and to lists never changed in
+        place) copied one level, the last projection (never changed in place) shared; the
+        state is immutable."""
+        return copy_sharing(self, memo, ("_rates", "_rate_rows", "_projected"))
 
     def reset(self, seed: int | None = None) -> None:
         """Forget the last decision and cached speeds."""
@@ -100,6 +104,7 @@ class AllocationPolicy:
         self._requests = {}
         self._projected = None
         self._rates = {}
+        self._rate_rows = {}
         self._state = None
 
     @property
@@ -157,12 +162,29 @@ class AllocationPolicy:
             self._rates[key] = rate
         return rate
 
+    def rate_row(self, view: ClusterView, job_id: int, speed: SpeedModel, top: int) -> list[float]:
+        """``[speed_rate(view, job_id, speed, n) for n in 0..top]`` (entry 0 is 0.0: no
+        GPUs, no rate), kept per job; a longer row replaces a shorter one (never extended
+        in place, so a fork's one-level copy of the cache is safe)."""
+        row = self._rate_rows.get(job_id)
+        if row is None or len(row) <= top:
+            row = [0.0] if row is None else row
+            row = row + [self.speed_rate(view, job_id, speed, n) for n in range(len(row), top + 1)]
+            self._rate_rows[job_id] = row
+        return row
+
+
+def utility_rows(utility: Callable[[int, int], float]) -> UtilityRow:
+    """A :data:`UtilityRow` that asks ``utility(j, n)`` for each count."""
+    return lambda j, lo, hi: [utility(j, n) for n in range(lo, hi + 1)]
+
 
 def greedy_fill(
     state: AllocationState,
     counts: Requests,
-    utility: Callable[[int, int], float],
+    utility: Callable[[int, int], float] | None = None,
     skip_unstarted: bool = False,
+    row: UtilityRow | None = None,
 ) -> Requests:
     """Hand out the GPUs left over ``counts`` by the best utility gain per GPU.
 
@@ -171,40 +193,59 @@ def greedy_fill(
     to a second node), and applies the one with the largest ``(u(n2) - u(n)) / (n2 - n)``
     (ties: fewer GPUs, then lower id). Stops when no positive gain fits.
 
+    The utilities come from ``row`` (a :data:`UtilityRow`), else from ``utility(j, n)``.
+    Each job's row is asked once, at its first look, over every count it can reach in
+    this fill (``counts[j]`` up to ``min(max_gpus, counts[j] + left)``: a job only grows
+    and the GPUs left only shrink), so the utility must be defined there.
+
     A job's gains are computed once per count it holds: the GPUs left only shrink, so a
-    later round looks at a prefix of them (the first best of each prefix is kept), and
-    a heap of each job's best gives the round's choice without scanning every job.
+    later round looks at a prefix of them (the first best of that prefix), and a heap of
+    each job's best gives the round's choice without scanning every job. A NaN utility
+    never makes a best gain (as in a scan that compares with ``>``).
     """
+    if row is None:
+        if utility is None:
+            raise TypeError("greedy_fill needs a utility or a row")
+        row = utility_rows(utility)
     counts = dict(counts)
     left = state.capacity - sum(counts.values())
     ids, max_gpus = state.ids, state.max_gpus
-    prefix_best: dict[int, tuple[int, list[tuple[float, int]]]] = {}
+    moves: dict[int, tuple[int, list[float]]] = {}  # job -> (low, gain of each n2 >= low)
+    rows: dict[int, tuple[int, Sequence[float]]] = {}  # job -> (first count, utilities)
     heap: list[tuple[float, int, int]] = []  # (-gain, rank, n2): ties go to lower ids
 
     def refresh(rank: int) -> None:
-        """Push job ``ids[rank]``'s best move within the GPUs left (if it gains)."""
+        """Push job ``ids[rank]``'s first best move within the GPUs left (if it gains)."""
         j = ids[rank]
-        low, best = prefix_best[j]
+        low, gains_of = moves[j]
         size = min(max_gpus[j], counts[j] + left) - low + 1
         if size > 0:
-            gain, n2 = best[size - 1]
+            fits = gains_of if size >= len(gains_of) else gains_of[:size]
+            gain = max(fits)  # a NaN is never greater; the first of equal gains wins
+            if gain == gain:
+                k = fits.index(gain)
+            else:  # a NaN first: max kept it, so scan for the first best of the rest
+                gain, k = -math.inf, 0
+                for i, g in enumerate(fits):
+                    if g > gain:
+                        gain, k = g, i
             if gain > MIN_GAIN:  # a shrinking prefix never gains more: else drop the job
-                heapq.heappush(heap, (-gain, rank, n2))
+                heapq.heappush(heap, (-gain, rank, low + k))
 
     def gains(rank: int) -> None:
-        """Job ``ids[rank]``'s first best ``(gain, n2)`` over each prefix ``n2 <= low + i``."""
+        """Job ``ids[rank]``'s gain per GPU of each count it can reach now."""
         j = ids[rank]
         n = counts[j]
+        top = min(max_gpus[j], n + left)
+        entry = rows.get(j)
+        if entry is None:
+            entry = rows[j] = (n, row(j, n, max(top, n)))
+        first, values = entry
         low = max(n + 1, state.min_gpus[j])
-        base = utility(j, n)
-        best: tuple[float, int] = (-math.inf, 0)
-        out = []
-        for n2 in range(low, min(max_gpus[j], n + left) + 1):
-            gain = (utility(j, n2) - base) / (n2 - n)
-            if gain > best[0]:
-                best = (gain, n2)
-            out.append(best)
-        prefix_best[j] = (low, out)
+        base = values[n - first]
+        ahead = values[low - first : top - first + 1]
+        steps = range(low - n, top - n + 1)
+        moves[j] = (low, [(u - base) / d for u, d in zip(ahead, steps, strict=True)])
         refresh(rank)
 
     for rank, j in enumerate(ids):
@@ -286,13 +327,17 @@ class OptimusAllocator(AllocationPolicy):
         def seconds(j: int, n: int) -> float:
             return remaining[j] / self.speed_rate(view, j, speeds[j], n)
 
+        def row(j: int, lo: int, hi: int) -> list[float]:  # -seconds(j, n), n = lo..hi
+            rem, rates = remaining[j], self.rate_row(view, j, speeds[j], hi)
+            return [-(rem / rates[n]) for n in range(lo, hi + 1)]
+
         counts = dict.fromkeys(state.ids, 0)
         left = state.capacity
         for j in sorted(state.ids, key=lambda j: (seconds(j, state.min_gpus[j]), j)):
             if state.min_gpus[j] <= left:
                 counts[j] = state.min_gpus[j]
                 left -= counts[j]
-        return greedy_fill(state, counts, lambda j, n: -seconds(j, n), skip_unstarted=True)
+        return greedy_fill(state, counts, skip_unstarted=True, row=row)
 
 
 class SlaqAllocator(AllocationPolicy):
@@ -347,23 +392,62 @@ class SlaqAllocator(AllocationPolicy):
         speeds = dict(zip(ids, table.speed, strict=True))
         models = dict(zip(ids, table.model, strict=True))
         current = {j: state.count(j) for j in ids}
-        cache: dict[tuple[int, int], float] = {}
+        # Every job's utility at 0..min(max_gpus, capacity) GPUs, all at once: the fill
+        # starts every job at 0 with the whole capacity left, so that is all it reads.
+        tops = {j: min(state.max_gpus[j], state.capacity) for j in ids}
+        rows = self._utility_rows(view, ids, tops, info, ran, speeds, models, current)
+        return greedy_fill(state, dict.fromkeys(ids, 0), row=lambda j, lo, hi: rows[j][lo : hi + 1])
 
-        def utility(j: int, n: int) -> float:
-            if n == 0:
-                return 0.0
-            value = cache.get((j, n))
-            if value is None:
-                cost = self.switch_cost_s if n != current[j] and ran[j] else 0.0
-                t = max(self.slice_s - cost, 0.0)
-                frac, total = info[j]
-                df = self.speed_rate(view, j, speeds[j], n) * t / max(total, 1e-9)
-                curve = curve_integral(models[j])
-                value = curve.quality(frac + df) - curve.quality(frac) + FRACTION_TIE_WEIGHT * df
-                cache[(j, n)] = value
-            return value
-
-        return greedy_fill(state, dict.fromkeys(state.ids, 0), utility)
+    def _utility_rows(
+        self,
+        view: ClusterView,
+        ids: tuple[int, ...],
+        tops: dict[int, int],
+        info: dict[int, tuple[float, float]],
+        ran: dict[int, bool],
+        speeds: dict[int, SpeedModel],
+        models: dict[int, str],
+        current: dict[int, int],
+    ) -> dict[int, list[float]]:
+        """Per job, ``[u(0), ..., u(tops[j])]`` with ``u(0) = 0`` and
+        ``u(n) = Q(f + df) - Q(f) + FRACTION_TIE_WEIGHT * df``, ``df = rate(n) * t / total``,
+        ``t`` the slice less the switch cost when ``n`` differs from the job's count (and
+        it ran before). Elementwise numpy over every (job, n) at once, with the scalar
+        formula's operations in its order, so every value is the scalar one bit for bit
+        (``CurveIntegral.quality_many``)."""
+        t_keep = max(self.slice_s - 0.0, 0.0)
+        t_moved = max(self.slice_s - self.switch_cost_s, 0.0)
+        sizes = np.array([tops[j] for j in ids], dtype=np.int64)  # counts 1..top per job
+        rates: list[float] = []
+        for j in ids:
+            rates += self.rate_row(view, j, speeds[j], tops[j])[1 : tops[j] + 1]
+        per_job = {  # (f, total clipped, Q(f), t when moved) of each job, repeated per n
+            "frac": [info[j][0] for j in ids],
+            "scale": [max(info[j][1], 1e-9) for j in ids],
+            "q_now": [curve_integral(models[j]).quality(info[j][0]) for j in ids],
+            "t_move": [t_moved if ran[j] else t_keep for j in ids],
+            "now": [current[j] for j in ids],
+        }
+        col = {k: np.repeat(np.array(v), sizes) for k, v in per_job.items()}
+        ends = np.cumsum(sizes)
+        n = np.arange(1, len(rates) + 1) - np.repeat(ends - sizes, sizes)
+        df = np.array(rates, dtype=np.float64) * np.where(n == col["now"], t_keep, col["t_move"])
+        df = df / col["scale"]
+        x = col["frac"] + df
+        names = sorted({models[j] for j in ids})
+        if len(names) == 1:
+            quality = curve_integral(names[0]).quality_many(x)
+        else:  # each model's curve on its jobs' elements
+            quality = np.empty_like(x)
+            code = np.repeat(np.array([names.index(models[j]) for j in ids]), sizes)
+            for k, model in enumerate(names):
+                mine = code == k
+                quality[mine] = curve_integral(model).quality_many(x[mine])
+        values = (quality - col["q_now"] + FRACTION_TIE_WEIGHT * df).tolist()
+        return {
+            j: [0.0, *values[int(e - s) : int(e)]]
+            for j, s, e in zip(ids, sizes.tolist(), ends.tolist(), strict=True)
+        }
 
 
 class RandomAllocator(AllocationPolicy):

@@ -138,27 +138,29 @@ class WindowSlaqAllocator(SlaqAllocator):
         speeds = dict(zip(ids, table.speed, strict=True))
         models = dict(zip(ids, table.model, strict=True))
         current = {j: state.count(j) for j in ids}
-        cache: dict[tuple[int, int], float] = {}
-        slice_s = self.slice_s
+        slice_s, switch_cost_s, growth = self.slice_s, self.switch_cost_s, self.growth_cost_factor
 
-        def utility(j: int, n: int) -> float:
-            if n == 0:
-                return 0.0
-            value = cache.get((j, n))
-            if value is None:
-                now_n = current[j]
-                cost = self.switch_cost_s if n != now_n and ran[j] else 0.0
+        def row(j: int, lo: int, hi: int) -> list[float]:
+            """The value at n = lo..hi GPUs (0 at n = 0; see the module docstring)."""
+            now_n = current[j]
+            frac, total, left_s = info[j]
+            rates = self.rate_row(view, j, speeds[j], hi)
+            curve = curve_integral(models[j])
+            out = []
+            for n in range(lo, hi + 1):
+                if n == 0:
+                    out.append(0.0)
+                    continue
+                cost = switch_cost_s if n != now_n and ran[j] else 0.0
                 if 0 < now_n < n:  # a running job grows: it pays again when shrunk
-                    cost *= self.growth_cost_factor
+                    cost *= growth
                 t = max(slice_s - cost, 0.0)
-                frac, total, left_s = info[j]
-                r = self.speed_rate(view, j, speeds[j], n) / total
-                gain = delay_value(curve_integral(models[j]), frac, r, left_s, t)
-                value = gain / slice_s + FRACTION_TIE_WEIGHT * r * t
-                cache[(j, n)] = value
-            return value
+                r = rates[n] / total
+                gain = delay_value(curve, frac, r, left_s, t)
+                out.append(gain / slice_s + FRACTION_TIE_WEIGHT * r * t)
+            return out
 
-        return greedy_fill(state, dict.fromkeys(ids, 0), utility)
+        return greedy_fill(state, dict.fromkeys(ids, 0), row=row)
 
 
 def check_window(window_s: float) -> float:

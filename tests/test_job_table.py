@@ -174,6 +174,9 @@ def test_greedy_fill_matches_the_plain_scan(seed: int) -> None:
     table = {(j, n): float(rng.integers(0, 6)) * (n > 0) + (n > 0) for j in ids for n in range(40)}
     if seed % 5 == 0:
         table[(ids[0], high[ids[0]])] = math.nan
+    if seed % 5 == 1:  # NaN at a job's first candidate count, where a max() would keep it
+        j = ids[-1]
+        table[(j, max(start[j] + 1, low[j]))] = math.nan
 
     def utility(j: int, n: int) -> float:
         return table[(j, n)] + 0.25 * math.sqrt(n) * (seed % 2)
