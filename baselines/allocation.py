@@ -123,8 +123,22 @@ class AllocationPolicy:
         return cls.decide is AllocationPolicy.decide and cls._plan is AllocationPolicy._plan
 
     def decide(self, view: ClusterView) -> Decision:
-        if not view.queued_ids and not view.running_ids:
+        counts = self.planned_counts(view)
+        if counts is None:
             return NO_DECISION
+        assert self._state is not None  # planned_counts set it
+        return self._plan(self._state, counts)
+
+    def planned_counts(self, view: ClusterView) -> Requests | None:
+        """Every eligible job's GPU count in the decision :meth:`decide` returns now (the
+        projection of this instant's requests), or None when no job is in the system.
+
+        With the default :meth:`_plan` the decision carries out exactly these counts, so
+        a caller that needs only the counts (MetisAllocation's hints) may skip planning
+        the placement; ``decide`` is this plus :meth:`_plan`, with the same caches.
+        """
+        if not view.queued_ids and not view.running_ids:
+            return None
         state = AllocationState.from_view(view, self.num_slots, self._state)
         self._state = state
         if self._time_s != view.time_s:
@@ -137,7 +151,7 @@ class AllocationPolicy:
         if self._projected is None or self._projected[0] != key:
             key = (*key[:-1], dict(self._requests))  # a copy: requests may be reused
             self._projected = (key, state.project(self._requests))
-        return self._plan(state, dict(self._projected[1]))
+        return dict(self._projected[1])
 
     def _plan(self, state: AllocationState, counts: Requests) -> Decision:
         """Hook: the decision that carries out ``counts`` (default: the env's placement)."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 import gymnasium as gym
@@ -170,3 +171,28 @@ class FollowIn(Follow):
 def test_bad_hint_policies_fail_clearly(value: Any, match: str) -> None:
     with pytest.raises(ConfigError, match=match):
         gym.make(METIS, preset="toy", action="hints", hint_policies=value)
+
+
+@pytest.mark.parametrize("kwargs", [*SETTINGS, {"family": "philly-vc", "split": "validation"}])
+def test_the_table_holds_the_counts_each_heuristics_decision_carries_out(
+    kwargs: dict[str, Any],
+) -> None:
+    """The table reads an allocation heuristic's projected counts without planning its
+    placement; that must be what ``action_for`` reads back from its decision."""
+    names = [*HINT_POLICIES, "slaq-window"]
+    env = gym.make(METIS, action="hints", hint_policies=names, **kwargs)
+    env.action_space.seed(0)
+    env.reset(seed=2)
+    base: Any = env.unwrapped
+    for _ in range(25):
+        table = base.hints.table(base.sim, base.slots)
+        policies = base.hints._policies
+        assert [p.name for p in policies] == names
+        for i, policy in enumerate(policies):
+            assert policy.settles_in_one_decision  # the table's short path serves each
+            twin = copy.deepcopy(policy)  # decides as the table's call did, at this instant
+            want = base.action_for(twin.decide(base.sim.view()))
+            assert table[i].tolist() == want.tolist(), names[i]
+        _, _, terminated, truncated, _ = env.step(env.action_space.sample())
+        if terminated or truncated:
+            break

@@ -111,6 +111,14 @@ class MetisHints(HeuristicPanel):
         out[self.keep] = held_gpus(slots, sim)
         if sim.queue or sim.active:  # the episode's end: nothing to decide
             for i, policy in enumerate(self._policies):
+                planned = getattr(policy, "planned_counts", None)
+                if planned is not None and policy.settles_in_one_decision:
+                    # An AllocationPolicy with the default decide and placement: its
+                    # projected counts, which that placement carries out exactly (what
+                    # action_for reads back from the decision), without placing them.
+                    counts = planned(sim.view())
+                    out[i] = [0 if j is None else counts[j] for j in slots]
+                    continue
                 try:
                     out[i] = self._action_for(policy.decide(sim.view()))
                 except InfeasibleDecisionError:
