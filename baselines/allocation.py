@@ -182,8 +182,19 @@ class AllocationPolicy:
         in place, so a fork's one-level copy of the cache is safe)."""
         row = self._rate_rows.get(job_id)
         if row is None or len(row) <= top:
-            row = [0.0] if row is None else row
-            row = row + [self.speed_rate(view, job_id, speed, n) for n in range(len(row), top + 1)]
+            row = [0.0] if row is None else list(row)  # a new list: forks share the old
+            rates, missing = self._rates, []
+            for n in range(len(row), top + 1):
+                rate = rates.get((job_id, n))
+                if rate is None:
+                    missing.append(n)
+                row.append(rate)  # type: ignore[arg-type]  # (filled below)
+            if missing:  # speed_rate's computation, the fastest type read once
+                per_node = view.cluster.max_gpus_per_node
+                fastest, network = float(np.max(view.node_speed)), view.network_speed
+                for n in missing:
+                    rate = speed.throughput(packed_shape(n, per_node), fastest, network)
+                    row[n] = rates[(job_id, n)] = rate
             self._rate_rows[job_id] = row
         return row
 

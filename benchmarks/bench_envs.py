@@ -17,7 +17,8 @@ ratios of adjacent turns is reported (with its quartiles).
 
 Usage: ``.venv/bin/python benchmarks/bench_envs.py [--seconds 10] [--repeats 1]
 [--before-src DIR] [--pairs N] [--pair-episodes E]``.
-Writes ``benchmarks/results/envs.json`` and ``benchmarks/results/envs.md``.
+Writes ``benchmarks/results/envs.json`` and ``benchmarks/results/envs.md`` (``--out``: another
+name; ``--only``: a subset of the cases).
 """
 
 from __future__ import annotations
@@ -40,10 +41,22 @@ CASES = [
     ("cluster_envs/MoldableScheduling-v0", "default", "scale_free"),
     ("cluster_envs/MetisAllocation-v0", "default", "default"),
     ("cluster_envs/MetisAllocation-v0", "default", "scale_free"),
+    ("cluster_envs/MetisAllocation-v0", "default", "hints"),
     ("cluster_envs/MetisAllocationDiscrete-v0", "default", "default"),
     ("cluster_envs/JobPlacement-v0", "default", "default"),
     ("cluster_envs/JobPlacement-v0", "default", "scale_free"),
 ]
+#: Observation modes that stand for more kwargs: ``hints`` is the shipped generalist's
+#: MetisAllocation (scale-free observation with every heuristic's counts, per-slot options
+#: as the action, the slice length observed; agents/pretrained/MetisAllocation-v0.json).
+MODE_KWARGS = {
+    "hints": {
+        "observation": "scale_free_hints",
+        "action": "hints",
+        "hint_policies": ["slaq", "optimus", "tiresias", "fair", "slaq-window"],
+        "observe_slice": True,
+    },
+}
 #: Issue 11's targets: steps/s (resets included) as a ratio to raw CartPole-v1.
 TARGETS = {
     "cluster_envs/MoldableScheduling-v0": 0.10,
@@ -51,6 +64,13 @@ TARGETS = {
     "cluster_envs/MetisAllocationDiscrete-v0": 0.10,
     "cluster_envs/JobPlacement-v0": 0.25,
 }
+
+
+def mode_kwargs(observation: str) -> dict[str, object]:
+    """The env kwargs of an observation mode of :data:`CASES`."""
+    if observation == "default":
+        return {}
+    return dict(MODE_KWARGS.get(observation, {"observation": observation}))
 
 
 def measure(env_id: str, preset: str, observation: str, seconds: float) -> dict[str, float]:
@@ -62,8 +82,7 @@ def measure(env_id: str, preset: str, observation: str, seconds: float) -> dict[
 
     import cluster_envs  # noqa: F401
 
-    kwargs = {} if observation == "default" else {"observation": observation}
-    env = gym.make(env_id, preset=preset, **kwargs)
+    env = gym.make(env_id, preset=preset, **mode_kwargs(observation))
     env.action_space.seed(0)
     rng = np.random.default_rng(0)
     steps = episodes = 0
@@ -103,7 +122,7 @@ def _episodes(env_id: str, preset: str, observation: str, episodes: int) -> None
 
     import cluster_envs  # noqa: F401
 
-    kwargs = {} if observation == "default" else {"observation": observation}
+    kwargs = mode_kwargs(observation)
     env = gym.make(env_id, preset=preset, **kwargs)
     discrete = isinstance(env.action_space, gym.spaces.Discrete)
 
@@ -176,6 +195,22 @@ def cartpole(seconds: float) -> float:
     return steps / (time.process_time() - start)
 
 
+def selected(cases: list[tuple[str, str, str]], only: str | None) -> list[tuple[str, str, str]]:
+    """The cases that ``--only`` names (every case without it)."""
+    if not only:
+        return list(cases)
+    wanted = [tuple(item.split(":")) for item in only.split(",")]
+    for item in wanted:
+        if len(item) != 3:
+            raise SystemExit(f"--only: {':'.join(item)!r} is not ENV:PRESET:OBS")
+
+    def match(case: tuple[str, str, str], item: tuple[str, ...]) -> bool:
+        return all(not part or part in (value, value.split("/")[-1])
+                   for part, value in zip(item, case, strict=True))  # fmt: skip
+
+    return [case for case in cases if any(match(case, item) for item in wanted)]
+
+
 def _child(args: list[str], src: str | None = None) -> dict:
     env = dict(os.environ)
     if src is not None:  # import cluster_envs from that tree instead of this one
@@ -207,6 +242,14 @@ def main() -> None:
     parser.add_argument("--before-label", help="what --before-src holds (e.g. a commit)")
     parser.add_argument("--pairs", type=int, default=0, help="paired turns per case")
     parser.add_argument("--pair-episodes", type=int, default=8, help="episodes per turn")
+    parser.add_argument(
+        "--only",
+        help="comma-separated cases to run, each 'ENV:PRESET:OBS' with parts left empty"
+        " to match any (e.g. 'MetisAllocation-v0::hints'); default: every case",
+    )
+    parser.add_argument(
+        "--out", default="envs", help="results name: benchmarks/results/OUT.{json,md}"
+    )
     parser.add_argument("--child", nargs=3, help=argparse.SUPPRESS)
     parser.add_argument("--child-episodes", nargs=4, help=argparse.SUPPRESS)
     parser.add_argument("--child-cartpole", action="store_true", help=argparse.SUPPRESS)
@@ -227,11 +270,14 @@ def main() -> None:
         parser.error("--pairs must be >= 0 and --pair-episodes >= 1")
     if args.pairs and not args.before_src:
         parser.error("--pairs needs --before-src (the tree to pair with)")
+    cases = selected(CASES, args.only)
+    if not cases:
+        parser.error(f"--only {args.only!r} matches none of the cases")
     secs = ["--seconds", str(args.seconds)]
     repeats = range(args.repeats)
     first = max(_child(["--child-cartpole", *secs])["steps_per_s"] for _ in repeats)
     rows = []
-    for env_id, preset, observation in CASES:
+    for env_id, preset, observation in cases:
         child = ["--child", env_id, preset, observation, *secs]
         runs, before_runs = [], []
         for _ in repeats:  # interleaved, so both see the same machine load
@@ -265,7 +311,7 @@ def main() -> None:
         "before_label": args.before_label,
         "rows": rows,
     }
-    (RESULTS / "envs.json").write_text(json.dumps(doc, indent=2) + "\n")
+    (RESULTS / f"{args.out}.json").write_text(json.dumps(doc, indent=2) + "\n")
     lines = [
         f"# Env steps per second (`{command.strip()}`)",
         "",
@@ -311,7 +357,7 @@ def main() -> None:
                 f"{tail}{r['ratio_to_cartpole']:.3f} | {target} |"
             )
     text = "\n".join(lines) + "\n"
-    (RESULTS / "envs.md").write_text(text)
+    (RESULTS / f"{args.out}.md").write_text(text)
     print(text)
 
 
