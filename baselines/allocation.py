@@ -417,62 +417,29 @@ class SlaqAllocator(AllocationPolicy):
         speeds = dict(zip(ids, table.speed, strict=True))
         models = dict(zip(ids, table.model, strict=True))
         current = {j: state.count(j) for j in ids}
-        # Every job's utility at 0..min(max_gpus, capacity) GPUs, all at once: the fill
-        # starts every job at 0 with the whole capacity left, so that is all it reads.
-        tops = {j: min(state.max_gpus[j], state.capacity) for j in ids}
-        rows = self._utility_rows(view, ids, tops, info, ran, speeds, models, current)
-        return greedy_fill(state, dict.fromkeys(ids, 0), row=lambda j, lo, hi: rows[j][lo : hi + 1])
+        slice_s, switch_cost_s = self.slice_s, self.switch_cost_s
 
-    def _utility_rows(
-        self,
-        view: ClusterView,
-        ids: tuple[int, ...],
-        tops: dict[int, int],
-        info: dict[int, tuple[float, float]],
-        ran: dict[int, bool],
-        speeds: dict[int, SpeedModel],
-        models: dict[int, str],
-        current: dict[int, int],
-    ) -> dict[int, list[float]]:
-        """Per job, ``[u(0), ..., u(tops[j])]`` with ``u(0) = 0`` and
-        ``u(n) = Q(f + df) - Q(f) + FRACTION_TIE_WEIGHT * df``, ``df = rate(n) * t / total``,
-        ``t`` the slice less the switch cost when ``n`` differs from the job's count (and
-        it ran before). Elementwise numpy over every (job, n) at once, with the scalar
-        formula's operations in its order, so every value is the scalar one bit for bit
-        (``CurveIntegral.quality_many``)."""
-        t_keep = max(self.slice_s - 0.0, 0.0)
-        t_moved = max(self.slice_s - self.switch_cost_s, 0.0)
-        sizes = np.array([tops[j] for j in ids], dtype=np.int64)  # counts 1..top per job
-        rates: list[float] = []
-        for j in ids:
-            rates += self.rate_row(view, j, speeds[j], tops[j])[1 : tops[j] + 1]
-        per_job = {  # (f, total clipped, Q(f), t when moved) of each job, repeated per n
-            "frac": [info[j][0] for j in ids],
-            "scale": [max(info[j][1], 1e-9) for j in ids],
-            "q_now": [curve_integral(models[j]).quality(info[j][0]) for j in ids],
-            "t_move": [t_moved if ran[j] else t_keep for j in ids],
-            "now": [current[j] for j in ids],
-        }
-        col = {k: np.repeat(np.array(v), sizes) for k, v in per_job.items()}
-        ends = np.cumsum(sizes)
-        n = np.arange(1, len(rates) + 1) - np.repeat(ends - sizes, sizes)
-        df = np.array(rates, dtype=np.float64) * np.where(n == col["now"], t_keep, col["t_move"])
-        df = df / col["scale"]
-        x = col["frac"] + df
-        names = sorted({models[j] for j in ids})
-        if len(names) == 1:
-            quality = curve_integral(names[0]).quality_many(x)
-        else:  # each model's curve on its jobs' elements
-            quality = np.empty_like(x)
-            code = np.repeat(np.array([names.index(models[j]) for j in ids]), sizes)
-            for k, model in enumerate(names):
-                mine = code == k
-                quality[mine] = curve_integral(model).quality_many(x[mine])
-        values = (quality - col["q_now"] + FRACTION_TIE_WEIGHT * df).tolist()
-        return {
-            j: [0.0, *values[int(e - s) : int(e)]]
-            for j, s, e in zip(ids, sizes.tolist(), ends.tolist(), strict=True)
-        }
+        def row(j: int, lo: int, hi: int) -> list[float]:
+            """``Q(f + df) - Q(f) + FRACTION_TIE_WEIGHT * df`` at n = lo..hi (0 at n = 0),
+            with ``df = rate(n) * t / total`` and ``t`` the slice less the switch cost
+            when ``n`` differs from the job's count (and it ran before)."""
+            frac, total = info[j]
+            rates = self.rate_row(view, j, speeds[j], hi)
+            curve = curve_integral(models[j])
+            quality, q_now, scale = curve.quality, curve.quality(frac), max(total, 1e-9)
+            t_keep = max(slice_s - 0.0, 0.0)
+            t_move = max(slice_s - switch_cost_s, 0.0) if ran[j] else t_keep
+            now = current[j]
+            out = []
+            for n in range(lo, hi + 1):
+                if n == 0:
+                    out.append(0.0)
+                    continue
+                df = rates[n] * (t_keep if n == now else t_move) / scale
+                out.append(quality(frac + df) - q_now + FRACTION_TIE_WEIGHT * df)
+            return out
+
+        return greedy_fill(state, dict.fromkeys(state.ids, 0), row=row)
 
 
 class RandomAllocator(AllocationPolicy):

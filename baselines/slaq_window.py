@@ -46,8 +46,6 @@ behind Tiresias on pollux (1.023x) and mixed (1.083x), where SLAQ is 1.49x / 1.1
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 
 from baselines.allocation import (
@@ -90,27 +88,6 @@ def delay_value(curve: CurveIntegral, f: float, r: float, left_s: float, t: floa
     if left_s <= t:
         return area_ahead(curve, f, r, 0.0, left_s) - left_s * q
     return area_ahead(curve, f, r, left_s - t, left_s) - t * q
-
-
-def delay_values(
-    curve: CurveIntegral, f: np.ndarray, r: np.ndarray, left_s: np.ndarray, t: np.ndarray
-) -> np.ndarray:
-    """:func:`delay_value` of each element, bit for bit: every branch is computed with the
-    scalar operations in their order, and each element takes the branch it would take."""
-    q = curve.quality_many(f)
-    short = left_s <= t
-    a = np.where(short, 0.0, left_s - t)
-    b = left_s
-    fa, fb = f + r * a, f + r * b
-    final = curve.final
-    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        t_done = (1.0 - f) / r
-        inside = curve.time_integral_many(fa, fb, b - a)
-        crossing = curve.time_integral_many(fa, np.ones_like(fa), t_done - a) + (b - t_done) * final
-    done = (b - a) * final
-    ahead = np.where(b <= a, 0.0, np.where(fb <= 1.0, inside, np.where(fa >= 1.0, done, crossing)))
-    gain = ahead - np.where(short, left_s, t) * q
-    return np.where((left_s <= 0.0) | (t <= 0.0), 0.0, gain)
 
 
 class WindowSlaqAllocator(SlaqAllocator):
@@ -161,62 +138,29 @@ class WindowSlaqAllocator(SlaqAllocator):
         speeds = dict(zip(ids, table.speed, strict=True))
         models = dict(zip(ids, table.model, strict=True))
         current = {j: state.count(j) for j in ids}
-        # Every job's value at 0..min(max_gpus, capacity) GPUs at once (the fill starts
-        # every job at 0 with the whole capacity left, so that is all it reads).
-        tops = {j: min(state.max_gpus[j], state.capacity) for j in ids}
-        rows = self._value_rows(view, ids, tops, info, ran, speeds, models, current)
-        return greedy_fill(state, dict.fromkeys(ids, 0), row=lambda j, lo, hi: rows[j][lo : hi + 1])
+        slice_s, switch_cost_s, growth = self.slice_s, self.switch_cost_s, self.growth_cost_factor
 
-    def _value_rows(
-        self,
-        view: ClusterView,
-        ids: tuple[int, ...],
-        tops: dict[int, int],
-        info: dict[int, tuple[float, float, float]],
-        ran: dict[int, bool],
-        speeds: dict[int, Any],
-        models: dict[int, str],
-        current: dict[int, int],
-    ) -> dict[int, list[float]]:
-        """Per job, ``[V(0), ..., V(tops[j])]``: 0 at no GPUs, else the delay value of the
-        module docstring over the slice plus ``FRACTION_TIE_WEIGHT * r * t``, with ``t``
-        the slice less the switch cost (twice it when a running job grows). Elementwise
-        numpy over every (job, n) at once, bit for bit the scalar formula
-        (:func:`delay_values`)."""
-        slice_s, switch_s, growth = self.slice_s, self.switch_cost_s, self.growth_cost_factor
-        sizes = np.array([tops[j] for j in ids], dtype=np.int64)  # counts 1..top per job
-        rates: list[float] = []
-        for j in ids:
-            rates += self.rate_row(view, j, speeds[j], tops[j])[1 : tops[j] + 1]
-        per_job = {
-            "frac": [info[j][0] for j in ids],
-            "total": [info[j][1] for j in ids],
-            "left": [info[j][2] for j in ids],
-            "ran": [ran[j] for j in ids],
-            "now": [current[j] for j in ids],
-        }
-        col = {k: np.repeat(np.array(v), sizes) for k, v in per_job.items()}
-        ends = np.cumsum(sizes)
-        n = np.arange(1, len(rates) + 1) - np.repeat(ends - sizes, sizes)
-        now = col["now"]
-        cost = np.where((n != now) & col["ran"], switch_s, 0.0)
-        cost = np.where((now > 0) & (now < n), cost * growth, cost)  # a running job grows
-        t = slice_s - cost
-        t = np.where(t < 0.0, 0.0, t)  # max(t, 0.0)
-        r = np.array(rates, dtype=np.float64) / col["total"]
-        gain = np.empty_like(r)
-        names = sorted({models[j] for j in ids})
-        code = np.repeat(np.array([names.index(models[j]) for j in ids], dtype=np.int64), sizes)
-        for k, model in enumerate(names):
-            mine = code == k
-            gain[mine] = delay_values(
-                curve_integral(model), col["frac"][mine], r[mine], col["left"][mine], t[mine]
-            )
-        values = (gain / slice_s + FRACTION_TIE_WEIGHT * r * t).tolist()
-        return {
-            j: [0.0, *values[int(e - s) : int(e)]]
-            for j, s, e in zip(ids, sizes.tolist(), ends.tolist(), strict=True)
-        }
+        def row(j: int, lo: int, hi: int) -> list[float]:
+            """The value at n = lo..hi GPUs (0 at n = 0; see the module docstring)."""
+            now_n = current[j]
+            frac, total, left_s = info[j]
+            rates = self.rate_row(view, j, speeds[j], hi)
+            curve = curve_integral(models[j])
+            out = []
+            for n in range(lo, hi + 1):
+                if n == 0:
+                    out.append(0.0)
+                    continue
+                cost = switch_cost_s if n != now_n and ran[j] else 0.0
+                if 0 < now_n < n:  # a running job grows: it pays again when shrunk
+                    cost *= growth
+                t = max(slice_s - cost, 0.0)
+                r = rates[n] / total
+                gain = delay_value(curve, frac, r, left_s, t)
+                out.append(gain / slice_s + FRACTION_TIE_WEIGHT * r * t)
+            return out
+
+        return greedy_fill(state, dict.fromkeys(ids, 0), row=row)
 
 
 def check_window(window_s: float) -> float:
@@ -227,4 +171,4 @@ def check_window(window_s: float) -> float:
     return value
 
 
-__all__ = ["WindowSlaqAllocator", "area_ahead", "delay_value", "delay_values"]
+__all__ = ["WindowSlaqAllocator", "area_ahead", "delay_value"]

@@ -10,8 +10,6 @@ from __future__ import annotations
 import bisect
 from functools import lru_cache
 
-import numpy as np
-
 from cluster_envs.perf.quality import QualityCurve
 from cluster_envs.types import Immutable
 
@@ -38,7 +36,6 @@ class CurveIntegral(Immutable):
             )
         self.final = self.q[-1]
         self._last = len(self.f) - 2
-        self._fa, self._qa, self._cuma = np.array(self.f), np.array(self.q), np.array(self.cum)
 
     def _segment(self, x: float) -> int:
         return min(bisect.bisect_right(self.f, x) - 1, self._last)
@@ -52,32 +49,6 @@ class CurveIntegral(Immutable):
             k = self._last
         f0 = fs[k]
         return qs[k] + (qs[k + 1] - qs[k]) * (x - f0) / (fs[k + 1] - f0)
-
-    def quality_many(self, fractions: np.ndarray) -> np.ndarray:
-        """:meth:`quality` of each element (float64), bit for bit: the same operations
-        in the same order, elementwise (for a greedy that values many counts at once)."""
-        x = np.where(fractions <= 0.0, 0.0, np.where(fractions >= 1.0, 1.0, fractions))
-        k = np.minimum(np.searchsorted(self._fa, x, side="right") - 1, self._last)
-        fs, qs = self._fa, self._qa
-        f0, q0 = fs[k], qs[k]
-        return q0 + (qs[k + 1] - q0) * (x - f0) / (fs[k + 1] - f0)
-
-    def area_many(self, fractions: np.ndarray) -> np.ndarray:
-        """:meth:`area` of each element, bit for bit (as :meth:`quality_many`)."""
-        x = np.where(fractions <= 0.0, 0.0, np.where(fractions >= 1.0, 1.0, fractions))
-        k = np.minimum(np.searchsorted(self._fa, x, side="right") - 1, self._last)
-        fs, qs = self._fa, self._qa
-        f0, q0 = fs[k], qs[k]
-        qx = q0 + (qs[k + 1] - q0) * (x - f0) / (fs[k + 1] - f0)
-        return self._cuma[k] + (x - f0) * (q0 + qx) / 2.0
-
-    def time_integral_many(self, f0: np.ndarray, f1: np.ndarray, dt: np.ndarray) -> np.ndarray:
-        """:meth:`time_integral` of each element, bit for bit (both branches are computed,
-        each element takes its own)."""
-        with np.errstate(divide="ignore", invalid="ignore"):
-            spread = dt * (self.area_many(f1) - self.area_many(f0)) / (f1 - f0)
-        midpoint = dt * self.quality_many((f0 + f1) / 2.0)
-        return np.where(np.abs(f1 - f0) < MIN_FRACTION_SPAN, midpoint, spread)
 
     def area(self, fraction: float) -> float:
         """``integral of Q over [0, f]`` (exact trapezoids), ``f`` clamped to [0, 1]."""
