@@ -3,15 +3,17 @@ this tree against another, interleaved (issue 11, "heuristics at simulator speed
 
 The generalist's training and evaluation play these heuristics on every family: as
 baselines, as the hints env's options (asked every slice) and inside the lookahead
-teacher's forks. Each (family, policy) episode runs in a fresh child process, once per
-tree and repeat, alternating trees so both see the same machine load; the best CPU time
-(``time.process_time``) of the repeats is kept, and the episode's metrics must be equal
-on both trees (a speed-up may change nothing).
+teacher's forks. Each (family, policy) episode runs in a fresh child process pinned to
+one core, ``--pairs`` times per tree, before and after in turn, so each pair sees the same
+machine load (this machine's CPU time for the same run varies by +-40 %): the speed-up is
+the median over pairs of before / after CPU time (``time.process_time``), with the
+quartiles and each tree's fastest run; the episode's metrics must be equal on both trees
+(a speed-up may change nothing).
 
 Usage::
 
     .venv/bin/python benchmarks/bench_metis_heuristics_speed.py --before-src DIR
-        [--families synthetic-16,mixed] [--policies slaq,optimus] [--repeats 2]
+        [--families synthetic-16,mixed] [--policies slaq,optimus] [--pairs 5]
         [--teacher NAME] [--out metis_heuristics_speed]
 
 ``DIR`` is another checkout (``git worktree add DIR REV``). Writes
@@ -29,6 +31,8 @@ import sys
 import time
 from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results"
@@ -87,7 +91,7 @@ def main() -> None:
     parser.add_argument("--teacher", default=TEACHER, help="'' for none")
     parser.add_argument("--teacher-families", default="synthetic-16,mixed,pollux")
     parser.add_argument("--seed", type=int, default=500)
-    parser.add_argument("--repeats", type=int, default=2)
+    parser.add_argument("--pairs", type=int, default=5, help="before/after runs per case")
     parser.add_argument("--out", default="metis_heuristics_speed")
     parser.add_argument("--child", nargs=3, help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -104,41 +108,48 @@ def main() -> None:
     rows = []
     for family, policy in cases:
         runs: dict[str, list[dict[str, Any]]] = {"before": [], "after": []}
-        for _ in range(args.repeats):
-            for name, tree in trees.items():  # interleaved: both see the same load
+        for _ in range(args.pairs):
+            for name, tree in trees.items():  # in turn: a pair sees the same load
                 runs[name].append(_child(tree, family, policy, args.seed))
-        best = {name: min(r["cpu_s"] for r in rs) for name, rs in runs.items()}
+        ratios = sorted(
+            b["cpu_s"] / a["cpu_s"] for b, a in zip(runs["before"], runs["after"], strict=True)
+        )
+        q1, median, q3 = (float(np.quantile(ratios, q)) for q in (0.25, 0.5, 0.75))
         same = all(r["metrics"] == runs["before"][0]["metrics"] for rs in runs.values() for r in rs)
-        row = {"family": family, "policy": policy, "before_s": best["before"],
-               "after_s": best["after"], "speedup": best["before"] / best["after"],
+        row = {"family": family, "policy": policy,
+               "before_s": min(r["cpu_s"] for r in runs["before"]),
+               "after_s": min(r["cpu_s"] for r in runs["after"]),
+               "speedup": median, "speedup_q1": q1, "speedup_q3": q3,
                "steps": runs["after"][0]["steps"], "same_metrics": same,
                "metrics": runs["after"][0]["metrics"]}  # fmt: skip
         rows.append(row)
         print(f"{family:14s} {policy[:40]:40s} {row['before_s']:8.3f} {row['after_s']:8.3f}"
-              f"  x{row['speedup']:.2f}  same={same}", flush=True)  # fmt: skip
+              f"  x{median:.2f} ({q1:.2f}-{q3:.2f})  same={same}", flush=True)  # fmt: skip
     command = ".venv/bin/python benchmarks/bench_metis_heuristics_speed.py " + shlex.join(
         sys.argv[1:]
     )
     doc = {"command": command, "before_src": args.before_src,
-           "before_label": args.before_label, "seed": args.seed, "repeats": args.repeats,
+           "before_label": args.before_label, "seed": args.seed, "pairs": args.pairs,
            "rows": rows}  # fmt: skip
     RESULTS.mkdir(parents=True, exist_ok=True)
     (RESULTS / f"{args.out}.json").write_text(json.dumps(doc, indent=2) + "\n")
     lines = [
         f"# MetisAllocation heuristics, CPU s per episode (`{command}`)",
         "",
-        f"Validation split, seed {args.seed}; best of {args.repeats} interleaved runs per tree,"
-        " each in a fresh process pinned to one core. Before: "
+        f"Validation split, seed {args.seed}; {args.pairs} before/after pairs per case, each"
+        " run in a fresh process pinned to one core; speed-up = median of the pairs'"
+        " before/after CPU-time ratios (quartiles); s = each tree's fastest run. Before: "
         f"`{args.before_src}`{f' ({args.before_label})' if args.before_label else ''}."
         " `same` = quality AUC, average JCT and utilisation equal on both trees.",
         "",
-        "| family | policy | steps | before s | after s | speed-up | same |",
+        "| family | policy | steps | before s | after s | speed-up (quartiles) | same |",
         "|---|---|---:|---:|---:|---:|---|",
     ]
     for r in rows:
         lines.append(
             f"| {r['family']} | {r['policy']} | {r['steps']} | {r['before_s']:.3f} |"
-            f" {r['after_s']:.3f} | {r['speedup']:.2f}x | {'yes' if r['same_metrics'] else 'NO'} |"
+            f" {r['after_s']:.3f} | {r['speedup']:.2f}x ({r['speedup_q1']:.2f}-{r['speedup_q3']:.2f})"
+            f" | {'yes' if r['same_metrics'] else 'NO'} |"
         )
     (RESULTS / f"{args.out}.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
