@@ -28,7 +28,7 @@ from __future__ import annotations
 import heapq
 import math
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -84,7 +84,7 @@ class AllocationPolicy:
         self._requests: Requests = {}
         self._projected: tuple[tuple[object, ...], Requests] | None = None
         self._rates: dict[tuple[int, int], float] = {}
-        self._rate_rows: dict[int, list[float]] = {}
+        self._rate_rows: dict[int, list[float | None]] = {}
         self._state: AllocationState | None = None
 
     def configure(self, context: PolicyContext) -> None:
@@ -176,27 +176,34 @@ class AllocationPolicy:
             self._rates[key] = rate
         return rate
 
-    def rate_row(self, view: ClusterView, job_id: int, speed: SpeedModel, top: int) -> list[float]:
-        """``[speed_rate(view, job_id, speed, n) for n in 0..top]`` (entry 0 is 0.0: no
-        GPUs, no rate), kept per job; a longer row replaces a shorter one (never extended
-        in place, so a fork's one-level copy of the cache is safe)."""
-        row = self._rate_rows.get(job_id)
-        if row is None or len(row) <= top:
-            row = [0.0] if row is None else list(row)  # a new list: forks share the old
-            rates, missing = self._rates, []
-            for n in range(len(row), top + 1):
+    def rate_row(
+        self, view: ClusterView, job_id: int, speed: SpeedModel, low: int, top: int
+    ) -> list[float]:
+        """A list whose entries ``low..top`` are ``speed_rate(view, job_id, speed, n)``
+        (others may be None: not asked yet), kept per job. A row that lacks an entry is
+        replaced by a new list, never filled in place, so a fork's one-level copy of the
+        cache is safe."""
+        known = self._rate_rows.get(job_id)
+        if known is not None and len(known) > top and None not in known[low : top + 1]:
+            return cast(list[float], known)  # (low..top hold floats)
+        row: list[float | None] = [None] * (top + 1)
+        if known is not None:
+            row[: len(known)] = known
+        rates, missing = self._rates, []
+        for n in range(low, top + 1):
+            if row[n] is None:
                 rate = rates.get((job_id, n))
                 if rate is None:
                     missing.append(n)
-                row.append(rate)  # type: ignore[arg-type]  # (filled below)
-            if missing:  # speed_rate's computation, the fastest type read once
-                per_node = view.cluster.max_gpus_per_node
-                fastest, network = float(np.max(view.node_speed)), view.network_speed
-                for n in missing:
-                    rate = speed.throughput(packed_shape(n, per_node), fastest, network)
-                    row[n] = rates[(job_id, n)] = rate
-            self._rate_rows[job_id] = row
-        return row
+                row[n] = rate
+        if missing:  # speed_rate's computation, the fastest type read once
+            per_node = view.cluster.max_gpus_per_node
+            fastest, network = float(np.max(view.node_speed)), view.network_speed
+            for n in missing:
+                rate = speed.throughput(packed_shape(n, per_node), fastest, network)
+                row[n] = rates[(job_id, n)] = rate
+        self._rate_rows[job_id] = row
+        return cast(list[float], row)  # (low..top hold floats)
 
 
 def utility_rows(utility: Callable[[int, int], float]) -> UtilityRow:
@@ -219,9 +226,10 @@ def greedy_fill(
     (ties: fewer GPUs, then lower id). Stops when no positive gain fits.
 
     The utilities come from ``row`` (a :data:`UtilityRow`), else from ``utility(j, n)``.
-    Each job's row is asked once, at its first look, over every count it can reach in
-    this fill (``counts[j]`` up to ``min(max_gpus, counts[j] + left)``: a job only grows
-    and the GPUs left only shrink), so the utility must be defined there.
+    Each job's row is asked at its first look, for its count then and for every larger
+    count it can reach in this fill (from ``max(counts[j] + 1, min_gpus)`` up to
+    ``min(max_gpus, counts[j] + left)``: a job only grows and the GPUs left only shrink),
+    so the utility must be defined there.
 
     A job's gains are computed once per count it holds: the GPUs left only shrink, so a
     later round looks at a prefix of them (the first best of that prefix), and a heap of
@@ -236,7 +244,8 @@ def greedy_fill(
     left = state.capacity - sum(counts.values())
     ids, max_gpus = state.ids, state.max_gpus
     moves: dict[int, tuple[int, list[float]]] = {}  # job -> (low, gain of each n2 >= low)
-    rows: dict[int, tuple[int, Sequence[float]]] = {}  # job -> (first count, utilities)
+    # job -> (first count, its utility, first larger count it may take, utilities from it)
+    rows: dict[int, tuple[int, float, int, Sequence[float]]] = {}
     heap: list[tuple[float, int, int]] = []  # (-gain, rank, n2): ties go to lower ids
 
     def refresh(rank: int) -> None:
@@ -262,13 +271,17 @@ def greedy_fill(
         j = ids[rank]
         n = counts[j]
         top = min(max_gpus[j], n + left)
-        entry = rows.get(j)
-        if entry is None:
-            entry = rows[j] = (n, row(j, n, max(top, n)))
-        first, values = entry
         low = max(n + 1, state.min_gpus[j])
-        base = values[n - first]
-        ahead = values[low - first : top - first + 1]
+        if top < low:  # no count to reach: nothing to value
+            moves[j] = (low, [])
+            return
+        entry = rows.get(j)
+        if entry is None:  # its count now and those it can reach (none below its minimum)
+            entry = rows[j] = (n, row(j, n, n)[0], low, row(j, low, top))
+        first, base, start, values = entry
+        if n != first:  # it grew to a count of its row
+            base = values[n - start]
+        ahead = values[low - start : top - start + 1]
         steps = range(low - n, top - n + 1)
         moves[j] = (low, [(u - base) / d for u, d in zip(ahead, steps, strict=True)])
         refresh(rank)
@@ -353,7 +366,7 @@ class OptimusAllocator(AllocationPolicy):
             return remaining[j] / self.speed_rate(view, j, speeds[j], n)
 
         def row(j: int, lo: int, hi: int) -> list[float]:  # -seconds(j, n), n = lo..hi
-            rem, rates = remaining[j], self.rate_row(view, j, speeds[j], hi)
+            rem, rates = remaining[j], self.rate_row(view, j, speeds[j], lo, hi)
             return [-(rem / rates[n]) for n in range(lo, hi + 1)]
 
         counts = dict.fromkeys(state.ids, 0)
@@ -423,8 +436,10 @@ class SlaqAllocator(AllocationPolicy):
             """``Q(f + df) - Q(f) + FRACTION_TIE_WEIGHT * df`` at n = lo..hi (0 at n = 0),
             with ``df = rate(n) * t / total`` and ``t`` the slice less the switch cost
             when ``n`` differs from the job's count (and it ran before)."""
+            if hi <= 0:  # no GPUs: no gain
+                return [0.0] * (hi - lo + 1)
             frac, total = info[j]
-            rates = self.rate_row(view, j, speeds[j], hi)
+            rates = self.rate_row(view, j, speeds[j], max(lo, 1), hi)
             curve = curve_integral(models[j])
             quality, q_now, scale = curve.quality, curve.quality(frac), max(total, 1e-9)
             t_keep = max(slice_s - 0.0, 0.0)

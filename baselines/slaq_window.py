@@ -142,9 +142,11 @@ class WindowSlaqAllocator(SlaqAllocator):
 
         def row(j: int, lo: int, hi: int) -> list[float]:
             """The value at n = lo..hi GPUs (0 at n = 0; see the module docstring)."""
+            if hi <= 0:  # no GPUs: no value
+                return [0.0] * (hi - lo + 1)
             now_n = current[j]
             frac, total, left_s = info[j]
-            rates = self.rate_row(view, j, speeds[j], hi)
+            rates = self.rate_row(view, j, speeds[j], max(lo, 1), hi)
             curve = curve_integral(models[j])
             out = []
             for n in range(lo, hi + 1):

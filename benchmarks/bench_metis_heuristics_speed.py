@@ -36,7 +36,8 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results"
-FAMILIES = "synthetic-16,synthetic-256,mixed,philly-vc,pollux"
+#: ``runner:<preset>``: that workload through the no-gym runner (rigid jobs), not the env.
+FAMILIES = "synthetic-16,synthetic-256,mixed,philly-vc,pollux,runner:philly-sample"
 POLICIES = "slaq,optimus,slaq-window,switch-short,tiresias,fair"
 #: The shipped generalist's options plus switch-short: the N2 lookahead teacher.
 TEACHER = "lookahead:slaq,optimus,tiresias,fair,slaq-window,switch-short@prefer=switch-short"
@@ -52,6 +53,8 @@ def episode(family: str, policy: str, seed: int) -> dict[str, Any]:
     import cluster_envs  # noqa: F401  (registers the envs)
     from cluster_envs.envs.rollout import HeuristicAgent, rollout
 
+    if family.startswith("runner:"):  # the no-gym runner on a workload preset, rigid jobs
+        return runner_episode(family[len("runner:") :], policy)
     env_id = "cluster_envs/MetisAllocation-v0"
     if policy.startswith("teacher:"):
         from agents.teacher import make_teacher
@@ -71,6 +74,33 @@ def episode(family: str, policy: str, seed: int) -> dict[str, Any]:
         "cpu_s": seconds,
         "steps": result.num_steps,
         "metrics": {k: float(result.metrics[k]) for k in METRICS},
+    }
+
+
+def runner_episode(preset: str, policy: str) -> dict[str, Any]:
+    """Child: ``policy`` replaying workload ``preset`` on ``pollux-testbed`` through the
+    runner's event loop (bench_heuristics_speed's case; its jobs are rigid)."""
+    from cluster_envs.config import sim_config
+    from cluster_envs.policies.registry import make_policy
+    from cluster_envs.runner import _run_events
+    from cluster_envs.sim.engine import Simulator
+    from cluster_envs.sim.metrics import compute_metrics
+    from cluster_envs.workload import load_workload
+
+    workload = load_workload(preset, seed=0)
+    pol = make_policy(policy)
+    pol.reset(0)
+    sim = Simulator(workload.jobs, "pollux-testbed", sim_config({}), seed=0)
+    start = time.process_time()
+    _run_events(sim, pol)
+    seconds = time.process_time() - start
+    sim.record.sample(sim)
+    metrics = compute_metrics(sim)
+    keys = ("avg_jct_s", "makespan_s", "gpu_utilization")
+    return {
+        "cpu_s": seconds,
+        "steps": sim.num_events,
+        "metrics": {k: float(metrics[k]) for k in keys},
     }
 
 

@@ -88,7 +88,7 @@ def test_greedy_values_every_count_as_its_scalar_formula(
     assert checked >= 12 and grew >= 5  # running jobs that could grow were valued
 
 
-def test_rate_rows_are_the_per_count_rates() -> None:
+def test_rate_rows_are_the_per_count_rates_and_never_change_in_place() -> None:
     jobs = load_workload("philly-sample", num_jobs=20, seed=0).jobs
     sim = Simulator(jobs, "pollux-testbed", seed=0)
     while not sim.queue:
@@ -96,9 +96,11 @@ def test_rate_rows_are_the_per_count_rates() -> None:
     view, j = sim.view(), next(iter(sim.queue))
     policy = SlaqAllocator()
     speed = view.job(j).speed
-    short = policy.rate_row(view, j, speed, 3)
-    longer = policy.rate_row(view, j, speed, 8)
-    assert short == longer[:4] and len(short) == 4 and len(longer) == 9  # a new list
-    assert longer[0] == 0.0
+    middle = policy.rate_row(view, j, speed, 3, 4)
+    assert middle[:3] == [None, None, None] and len(middle) == 5  # only what was asked
+    assert policy.rate_row(view, j, speed, 3, 4) is middle  # nothing missing: the same list
+    longer = policy.rate_row(view, j, speed, 1, 8)
+    assert middle[:3] == [None, None, None] and longer is not middle  # a new list
     fresh = SlaqAllocator()
     assert longer[1:] == [fresh.speed_rate(view, j, speed, n) for n in range(1, 9)]
+    assert longer[3:5] == middle[3:5]
