@@ -170,10 +170,7 @@ class AllocationPolicy:
         key = (job_id, num_gpus)
         rate = self._rates.get(key)
         if rate is None:
-            shape = packed_shape(num_gpus, view.cluster.max_gpus_per_node)
-            fastest = float(np.max(view.node_speed))
-            rate = speed.throughput(shape, fastest, view.network_speed)
-            self._rates[key] = rate
+            rate = self._rates[key] = packed_rates(view, speed, [num_gpus])[0]
         return rate
 
     def rate_row(
@@ -196,14 +193,20 @@ class AllocationPolicy:
                 if rate is None:
                     missing.append(n)
                 row[n] = rate
-        if missing:  # speed_rate's computation, the fastest type read once
-            per_node = view.cluster.max_gpus_per_node
-            fastest, network = float(np.max(view.node_speed)), view.network_speed
-            for n in missing:
-                rate = speed.throughput(packed_shape(n, per_node), fastest, network)
-                row[n] = rates[(job_id, n)] = rate
+        for n, rate in zip(missing, packed_rates(view, speed, missing), strict=True):
+            row[n] = rates[(job_id, n)] = rate
         self._rate_rows[job_id] = row
         return cast(list[float], row)  # (low..top hold floats)
+
+
+def packed_rates(view: ClusterView, speed: SpeedModel, counts: Sequence[int]) -> list[float]:
+    """Modelled iterations/s on each of ``counts`` packed GPUs of the fastest type (the
+    fastest type read once)."""
+    if not counts:
+        return []
+    per_node, network = view.cluster.max_gpus_per_node, view.network_speed
+    fastest = float(np.max(view.node_speed))
+    return [speed.throughput(packed_shape(n, per_node), fastest, network) for n in counts]
 
 
 def utility_rows(utility: Callable[[int, int], float]) -> UtilityRow:
